@@ -1,0 +1,3 @@
+from repro_gate.cli import main
+
+raise SystemExit(main())

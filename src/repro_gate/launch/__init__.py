@@ -1,0 +1,1 @@
+"""Launchers start one training run: locally as a subprocess, or as a sibling Docker container."""

@@ -1,0 +1,57 @@
+"""What every launcher receives and returns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+Mode = Literal["deterministic", "default"]
+
+
+@dataclass
+class RunSpec:
+    """One training run to start."""
+
+    name: str  # "A", "B", ... for deterministic runs, "default" for the cost run
+    mode: Mode
+    argv: list[str]
+    workdir: Path
+    run_dir: Path  # fresh, writable; exported as REPRO_GATE_RUN_DIR
+    env: dict[str, str]  # variables the gate adds, none holding a path (mode, seed, user `env`…)
+    timeout: float | None
+    log_path: Path
+    # Directories put first on PYTHONPATH, in order: the probe's `inject/` (sitecustomize.py), and
+    # for the embedded reference training its `reference/` directory. Read-only for the run.
+    python_path: list[Path]
+    # Fail-fast: trajectory of an earlier run this run must match (read-only for the run).
+    reference_trajectory: Path | None = None
+
+
+@dataclass
+class RunOutcome:
+    """How a run ended, as the launcher saw it."""
+
+    exit_code: int | None  # None when it never started or was killed before exiting
+    wall_seconds: float
+    timed_out: bool = False
+    details: dict[str, object] = field(default_factory=dict)  # launcher specifics (container id…)
+
+
+LineSink = Callable[[str], None]
+
+
+class Launcher(Protocol):
+    """Starts a run, streams its output line by line to `sink`, waits for it to end."""
+
+    name: str
+
+    def python_executable(self) -> str:
+        """The interpreter that runs the embedded reference training under this launcher."""
+        ...
+
+    def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
+        """Run to the end (or the timeout); sets REPRO_GATE_RUN_DIR, PYTHONPATH and
+        REPRO_GATE_REFERENCE_TRAJECTORY to the paths the run sees."""
+        ...

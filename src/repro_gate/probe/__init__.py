@@ -1,0 +1,64 @@
+"""The gate side of the probe: the contract with the code injected into the training process.
+
+The injected code lives in `inject/` (that directory is put first on PYTHONPATH). It may use only
+the standard library plus torch/numpy when importable, and never imports `repro_gate`. It reads
+the variables below and writes its files into `<run dir>/.repro-gate/`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+INJECT_DIR = Path(__file__).parent / "inject"
+
+# Environment the gate sets for the training process.
+ENV_RUN_DIR = "REPRO_GATE_RUN_DIR"  # the run's fresh directory (writable)
+ENV_MODE = "REPRO_GATE_MODE"  # "deterministic" or "default"
+ENV_SEED = "REPRO_GATE_SEED"  # integer seed applied in deterministic mode
+ENV_DETERMINISM = "REPRO_GATE_DETERMINISM"  # "warn" or "strict"
+ENV_REFERENCE_TRAJECTORY = "REPRO_GATE_REFERENCE_TRAJECTORY"  # fail-fast: trajectory to match
+ENV_MAX_STEPS = "REPRO_GATE_MAX_STEPS"  # stop cleanly after this many optimizer steps
+ENV_PROBE_DIR = "REPRO_GATE_PROBE_DIR"  # where the probe itself lives (for chaining)
+
+# Files the probe writes, relative to the run directory.
+PROBE_SUBDIR = ".repro-gate"
+TRAJECTORY_FILE = "trajectory.jsonl"  # one JSON object per optimizer step
+ALERTS_FILE = "alerts.json"  # nondeterministic-op alerts, aggregated
+STATUS_FILE = "status.json"  # probe status: loaded, stop reason, errors
+FINGERPRINT_FILE = "fingerprint.json"  # in-process environment fingerprint
+
+# Exit code the probe uses when it stops a run on purpose (divergence, max steps).
+STOP_EXIT_CODE = 86
+
+
+def probe_output_dir(run_dir: Path) -> Path:
+    """Directory inside a run directory where the probe's files are."""
+    return run_dir / PROBE_SUBDIR
+
+
+def read_trajectory(run_dir: Path) -> list[dict[str, Any]]:
+    """Steps recorded by the probe, in order; empty when none were seen."""
+    path = probe_output_dir(run_dir) / TRAJECTORY_FILE
+    if not path.is_file():
+        return []
+    steps = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                steps.append(json.loads(line))
+            except json.JSONDecodeError:
+                break  # a run killed mid-write leaves a partial last line
+    return steps
+
+
+def read_json(run_dir: Path, name: str) -> dict[str, Any] | None:
+    """One of the probe's JSON files, or None when it was not written."""
+    path = probe_output_dir(run_dir) / name
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return None

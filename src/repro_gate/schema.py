@@ -1,0 +1,112 @@
+"""Load the JSON Schemas shipped in `schemas/` and turn validation errors into one-line messages."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+from referencing import Registry, Resource
+
+SCHEMA_PACKAGE = "repro_gate.schemas"
+ID_PREFIX = "urn:repro-gate:schema:"
+
+
+@cache
+def _registry() -> Registry:
+    resources_found = []
+    for entry in resources.files(SCHEMA_PACKAGE).iterdir():
+        if entry.name.endswith(".schema.json"):
+            document = json.loads(entry.read_text(encoding="utf-8"))
+            resources_found.append((document["$id"], Resource.from_contents(document)))
+    return Registry().with_resources(resources_found)
+
+
+def load(name: str) -> dict[str, Any]:
+    """Return the schema called `name` (`config`, `manifest`, ...)."""
+    return _registry().contents(ID_PREFIX + name)
+
+
+def errors(name: str, instance: Any) -> list[str]:
+    """Validate `instance` against schema `name`; return one readable line per problem."""
+    validator = jsonschema.Draft202012Validator(load(name), registry=_registry())
+    found = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
+    return [describe_error(error) for error in found]
+
+
+def describe_error(error: jsonschema.ValidationError) -> str:
+    """`runs: must be an integer >= 2` style message for one validation error."""
+    where = _path(error.absolute_path) or "(top level)"
+    if error.validator == "required":
+        missing = error.message.split("'")[1]
+        return f"{_join(where, missing)}: is required"
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return f"{where}: unknown key {', '.join(repr(k) for k in extra)}"
+    return f"{where}: must be {rule(error.schema)}"
+
+
+def rule(schema: dict[str, Any]) -> str:
+    """Describe in words what a (sub)schema accepts."""
+    if "x-rule" in schema:
+        return schema["x-rule"]
+    for combinator in ("oneOf", "anyOf"):
+        if combinator in schema:
+            return " or ".join(rule(option) for option in schema[combinator])
+    if "const" in schema:
+        return repr(schema["const"])
+    if "enum" in schema:
+        return "one of " + ", ".join(str(v) for v in schema["enum"])
+    kind = schema.get("type", "a value")
+    words = {
+        "integer": "an integer",
+        "number": "a number",
+        "string": "a string",
+        "boolean": "true or false",
+        "object": "a mapping",
+        "array": "a list",
+        "null": "null",
+    }
+    text = " or ".join(words.get(k, k) for k in kind) if isinstance(kind, list) else words.get(
+        kind, kind
+    )
+    if kind == "array" and "items" in schema:
+        text = f"a list of {_plural(rule(schema['items']))}"
+    if "minimum" in schema and "maximum" in schema:
+        return f"{text} from {schema['minimum']} to {schema['maximum']}"
+    bounds = [
+        (">=", "minimum"),
+        (">", "exclusiveMinimum"),
+        ("<=", "maximum"),
+        ("<", "exclusiveMaximum"),
+    ]
+    for symbol, key in bounds:
+        if key in schema:
+            text += f" {symbol} {schema[key]}"
+    if "minLength" in schema and schema["minLength"] > 0:
+        text = "a non-empty string"
+    if "minItems" in schema and schema["minItems"] > 0 and kind == "array":
+        text = "a non-empty " + text.removeprefix("a ")
+    return text
+
+
+def _plural(text: str) -> str:
+    for article in ("an ", "a "):
+        if text.startswith(article):
+            noun = text.removeprefix(article)
+            head, _, tail = noun.partition(" ")
+            return f"{head}s {tail}".strip()
+    return text
+
+
+def _path(parts: Any) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _join(where: str, key: str) -> str:
+    return key if where == "(top level)" else f"{where}.{key}"

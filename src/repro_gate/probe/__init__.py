@@ -53,7 +53,7 @@ def read_trajectory(run_dir: Path) -> list[dict[str, Any]]:
     return steps
 
 
-def read_json(run_dir: Path, name: str) -> dict[str, Any] | None:
+def read_json(run_dir: Path, name: str) -> Any:
     """One of the probe's JSON files, or None when it was not written."""
     path = probe_output_dir(run_dir) / name
     if not path.is_file():

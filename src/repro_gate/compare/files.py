@@ -1,0 +1,38 @@
+"""Comparing files by their bytes (sha256)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from repro_gate.compare.status import DIFFERENT, EQUAL
+
+CHUNK_BYTES = 4 * 1024 * 1024
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of the file at `path`, read in large chunks into one reused buffer."""
+    digest = hashlib.sha256()
+    buffer = bytearray(CHUNK_BYTES)
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as stream:
+        while count := stream.readinto(buffer):
+            digest.update(view[:count])
+    return digest.hexdigest()
+
+
+def compare_bytes(path_a: Path, path_b: Path, rel_path: str, note: str = "") -> dict[str, Any]:
+    """An `artifact_comparison` of kind `bytes`: equal when the sha256 digests are."""
+    sha_a = sha256_file(path_a)
+    sha_b = sha256_file(path_b)
+    result: dict[str, Any] = {
+        "path": rel_path,
+        "kind": "bytes",
+        "status": EQUAL if sha_a == sha_b else DIFFERENT,
+        "sha256_a": sha_a,
+        "sha256_b": sha_b,
+    }
+    if note:
+        result["note"] = note
+    return result

@@ -1,0 +1,161 @@
+"""Comparing JSON and YAML metric files key by key, numerically aware."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from repro_gate.compare.files import compare_bytes
+from repro_gate.compare.status import (
+    DIFFERENT,
+    EQUAL,
+    MISSING_IN_A,
+    MISSING_IN_B,
+    WITHIN_TOLERANCE,
+    worst,
+)
+from repro_gate.compare.tolerance import Tolerance
+
+ROOT = "(root)"
+# A metric file may hold long per-step lists; keep the manifest small.
+MAX_KEYS_LISTED = 1000
+
+
+class UnparseableError(ValueError):
+    """The file is not valid JSON/YAML."""
+
+
+def compare_structured(
+    path_a: Path, path_b: Path, rel_path: str, kind: str, tolerance: Tolerance | None
+) -> dict[str, Any]:
+    """An `artifact_comparison` of kind `json` or `yaml`; falls back to bytes when unparseable."""
+    try:
+        value_a = parse(path_a, kind)
+        value_b = parse(path_b, kind)
+    except UnparseableError as error:
+        return compare_bytes(
+            path_a, path_b, rel_path, note=f"not valid {kind.upper()} ({error}); compared by bytes"
+        )
+    diffs = list(diff_values(value_a, value_b, tolerance))
+    return structured_result(rel_path, kind, diffs, tolerance)
+
+
+def structured_result(
+    rel_path: str, kind: str, diffs: list[dict[str, Any]], tolerance: Tolerance | None
+) -> dict[str, Any]:
+    """Assemble the artifact comparison from per-key results, listing only non-equal keys."""
+    unequal = [diff for diff in diffs if diff["status"] != EQUAL]
+    result: dict[str, Any] = {
+        "path": rel_path,
+        "kind": kind,
+        "status": worst(diff["status"] for diff in diffs),
+    }
+    if tolerance is not None:
+        result["tolerance"] = tolerance.as_dict()
+    note = f"{len(diffs) - len(unequal)} of {len(diffs)} values equal"
+    if len(unequal) > MAX_KEYS_LISTED:
+        note += f"; first {MAX_KEYS_LISTED} of {len(unequal)} differing keys listed"
+    result["note"] = note
+    if unequal:
+        result["keys"] = unequal[:MAX_KEYS_LISTED]
+    return result
+
+
+def parse(path: Path, kind: str) -> Any:
+    """The document in a JSON or YAML file (a list of documents for multi-document YAML)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if kind == "json":
+            return json.loads(text)
+        documents = list(yaml.safe_load_all(text))
+    except (UnicodeDecodeError, ValueError, yaml.YAMLError) as error:
+        raise UnparseableError(one_line(error)) from error
+    return documents[0] if len(documents) == 1 else documents
+
+
+def diff_values(
+    a: Any, b: Any, tolerance: Tolerance | None, key: str = ROOT
+) -> Iterator[dict[str, Any]]:
+    """One `key_diff` per leaf of the union of both documents (equal ones included)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for name in a:
+            child = child_key(key, name)
+            if name in b:
+                yield from diff_values(a[name], b[name], tolerance, child)
+            else:
+                yield {"key": child, "status": MISSING_IN_B, "a": summary(a[name])}
+        for name in b:
+            if name not in a:
+                yield {"key": child_key(key, name), "status": MISSING_IN_A, "b": summary(b[name])}
+    elif isinstance(a, list) and isinstance(b, list):
+        for index in range(max(len(a), len(b))):
+            child = f"{'' if key == ROOT else key}[{index}]"
+            if index >= len(b):
+                yield {"key": child, "status": MISSING_IN_B, "a": summary(a[index])}
+            elif index >= len(a):
+                yield {"key": child, "status": MISSING_IN_A, "b": summary(b[index])}
+            else:
+                yield from diff_values(a[index], b[index], tolerance, child)
+    else:
+        yield diff_leaf(key, a, b, tolerance)
+
+
+def diff_leaf(key: str, a: Any, b: Any, tolerance: Tolerance | None) -> dict[str, Any]:
+    """Compare two leaf values: numbers by value (1 == 1.0, NaN == NaN), others by equality."""
+    if is_number(a) and is_number(b):
+        status, abs_diff = compare_numbers(a, b, tolerance)
+        diff: dict[str, Any] = {"key": key, "status": status}
+        if status != EQUAL:
+            diff.update(a=summary(a), b=summary(b), abs_diff=abs_diff)
+        return diff
+    if type(a) is type(b) and a == b:
+        return {"key": key, "status": EQUAL}
+    return {"key": key, "status": DIFFERENT, "a": summary(a), "b": summary(b)}
+
+
+def compare_numbers(a: float, b: float, tolerance: Tolerance | None) -> tuple[str, float | None]:
+    """Status and |a - b| (None when not finite) for two numbers."""
+    if a == b or (math.isnan(a) and math.isnan(b)):
+        return EQUAL, None
+    abs_diff = abs(float(a) - float(b))
+    finite_diff = abs_diff if math.isfinite(abs_diff) else None
+    if tolerance is not None and tolerance.allows(float(a), float(b)):
+        return WITHIN_TOLERANCE, finite_diff
+    return DIFFERENT, finite_diff
+
+
+def is_number(value: Any) -> bool:
+    """True for int and float, not bool (True is not 1 in a metric file)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def child_key(parent: str, name: Any) -> str:
+    """`parent.name`, quoting names that would make the path ambiguous."""
+    text = str(name)
+    if not text or any(char in text for char in '.[]"') or text == ROOT:
+        text = json.dumps(text)
+    return text if parent == ROOT else f"{parent}.{text}"
+
+
+def summary(value: Any) -> Any:
+    """A JSON-safe stand-in for a value in the manifest: scalars as such, containers by size."""
+    if isinstance(value, dict):
+        return f"<mapping with {len(value)} keys>"
+    if isinstance(value, (list, tuple)):
+        return f"<list of {len(value)} items>"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def one_line(error: BaseException) -> str:
+    """The first line of an exception's message, or its type name when it has none."""
+    lines = str(error).strip().splitlines()
+    return lines[0].strip()[:200] if lines else type(error).__name__

@@ -1,0 +1,110 @@
+"""Compare deterministic runs with each other: trajectories first, then artifacts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from repro_gate.compare import compare_artifact, sha256_file, tolerance_for
+from repro_gate.compare.trajectory import compare_trajectories
+from repro_gate.errors import GateError
+
+
+@dataclass
+class RunSide:
+    """What one run offers for comparison."""
+
+    name: str
+    trajectory: list[dict[str, Any]]
+    artifacts: dict[str, Path]  # relative path -> file
+    stopped: str | None = None  # set when the probe stopped the run early
+    digests: dict[str, str] = field(default_factory=dict)  # files known only by sha256
+
+    def paths(self) -> set[str]:
+        """Every artifact's relative path, whether the file or only its digest is at hand."""
+        return self.artifacts.keys() | self.digests.keys()
+
+
+def compare_runs(sides: list[RunSide], tolerance: Any) -> dict[str, Any]:
+    """Compare the first run with every other one; the manifest's `comparison` section."""
+    comparison = empty_comparison(tolerance)
+    if len(sides) < 2:
+        return comparison
+    first = sides[0]
+    comparison["trajectory"]["steps"] = {side.name: len(side.trajectory) for side in sides}
+    for other in sides[1:]:
+        pair = (first.name, other.name)
+        trajectory = compare_trajectories(first.trajectory, other.trajectory, pair)
+        _merge_trajectory(comparison, trajectory)
+        comparison["artifacts"].extend(_compare_artifacts(first, other, tolerance))
+    return comparison
+
+
+def empty_comparison(tolerance: Any) -> dict[str, Any]:
+    """A comparison with nothing in it yet."""
+    return {
+        "basis": "bitwise" if tolerance in (None, "bitwise") else "tolerance",
+        "artifacts": [],
+        "trajectory": {"steps_compared": 0, "status": "not_recorded", "steps": {}},
+        "first_divergence": None,
+    }
+
+
+def check_something_compared(comparison: dict[str, Any]) -> None:
+    """A gate that compared neither steps nor files proves nothing: that is an error."""
+    if comparison["trajectory"]["status"] == "not_recorded" and not comparison["artifacts"]:
+        raise GateError(
+            "nothing to compare: the runs wrote no artifacts and no optimizer step was seen"
+            " (set `artifacts:` to the files your training writes)",
+            kind="nothing_to_compare",
+        )
+
+
+def _merge_trajectory(comparison: dict[str, Any], trajectory: dict[str, Any]) -> None:
+    current = comparison["trajectory"]
+    compared = trajectory["steps_compared"]
+    first_pair = current["status"] == "not_recorded"
+    current["steps_compared"] = compared if first_pair else min(current["steps_compared"], compared)
+    if current["status"] != "different":
+        current["status"] = trajectory["status"]
+    divergence = trajectory["first_divergence"]
+    known = comparison["first_divergence"]
+    if divergence and (known is None or divergence["step"] < known["step"]):
+        comparison["first_divergence"] = divergence
+
+
+def _compare_artifacts(a: RunSide, b: RunSide, tolerance: Any) -> list[dict[str, Any]]:
+    results = []
+    for rel in sorted(a.paths() | b.paths()):
+        if b.stopped is not None:
+            item = {"path": rel, "kind": "bytes", "status": "not_compared",
+                    "note": f"run {b.name} was stopped at its first divergent step (fail-fast)"}
+        elif rel not in a.paths():
+            item = {"path": rel, "kind": "bytes", "status": "missing_in_a"}
+        elif rel not in b.paths():
+            item = {"path": rel, "kind": "bytes", "status": "missing_in_b"}
+        elif rel in a.digests or rel in b.digests:
+            item = _compare_digests(_digest(a, rel), _digest(b, rel), rel)
+        else:
+            item = compare_artifact(a.artifacts[rel], b.artifacts[rel], rel,
+                                    tolerance_for(tolerance, rel))
+        item["runs"] = [a.name, b.name]
+        results.append(item)
+    return results
+
+
+def _digest(side: RunSide, rel: str) -> str:
+    return side.digests[rel] if rel in side.digests else sha256_file(side.artifacts[rel])
+
+
+def _compare_digests(digest_a: str, digest_b: str, rel: str) -> dict[str, Any]:
+    return {
+        "path": rel,
+        "kind": "bytes",
+        "status": "equal" if digest_a == digest_b else "different",
+        "sha256_a": digest_a,
+        "sha256_b": digest_b,
+        "note": "compared by sha256 from a manifest; compare run directories for tensor-level"
+                " results",
+    }

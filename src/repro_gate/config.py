@@ -1,0 +1,171 @@
+"""Load `.repro-gate.yml`, merge command-line overrides, validate, and fill in defaults."""
+
+from __future__ import annotations
+
+import copy
+import shlex
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from repro_gate import schema
+from repro_gate.errors import ConfigError
+
+CONFIG_FILENAMES = (".repro-gate.yml", ".repro-gate.yaml")
+
+DEFAULTS: dict[str, Any] = {
+    "name": "repro-gate",
+    "seed": 0,
+    "runs": 2,
+    "tolerance": "bitwise",
+    "env": {},
+    "determinism": "warn",
+    "cost": {"enabled": True, "steps": 0, "warmup": 3},
+    "fail_fast": True,
+    "device": "auto",
+    "reference": {"steps": 30, "batch_size": 32, "width": 32},
+    "output_dir": "repro-gate-out",
+    "data": [],
+}
+
+# Checkpoint and metric files a training typically writes; collected when `artifacts` is not set.
+DEFAULT_ARTIFACT_GLOBS = [
+    "**/*.pt",
+    "**/*.pth",
+    "**/*.ckpt",
+    "**/*.safetensors",
+    "**/*.bin",
+    "**/*.json",
+    "**/*.yaml",
+    "**/*.yml",
+]
+
+
+def find_config_file(directory: Path) -> Path | None:
+    """The `.repro-gate.yml` in `directory`, or None."""
+    for name in CONFIG_FILENAMES:
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Parse a config file into a mapping; every problem is a one-line ConfigError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} not found") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read config file {path}: {error}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: must be a mapping of keys to values, not {type(data).__name__}")
+    return data
+
+
+def load(config_path: Path | None, overrides: dict[str, Any], cwd: Path) -> dict[str, Any]:
+    """The effective configuration: file (explicit or found in `cwd`) < overrides < defaults.
+
+    Relative paths in the file are resolved against the file's directory; those given on the
+    command line against `cwd`.
+    """
+    path = config_path if config_path is not None else find_config_file(cwd)
+    from_file = read_config_file(path) if path is not None else {}
+    validate(from_file, source=str(path) if path else "config")
+    merged = _merge(from_file, overrides)
+    validate(merged, source="configuration")
+    base_dir = path.parent if path is not None else cwd
+    return resolve(merged, base_dir=base_dir.resolve(), cwd=cwd.resolve(), file_keys=set(from_file),
+                   config_path=path)
+
+
+def validate(config: dict[str, Any], source: str) -> None:
+    """Raise ConfigError naming the key and the rule of each violation."""
+    problems = schema.errors("config", config)
+    if problems:
+        raise ConfigError(f"{source}: {'; '.join(problems)}")
+
+
+def resolve(
+    config: dict[str, Any],
+    base_dir: Path,
+    cwd: Path,
+    file_keys: set[str],
+    config_path: Path | None,
+) -> dict[str, Any]:
+    """Fill defaults, split a string command, and make paths absolute."""
+    effective = copy.deepcopy(DEFAULTS)
+    for key, value in config.items():
+        if isinstance(value, dict) and isinstance(effective.get(key), dict):
+            effective[key] = {**effective[key], **value}
+        else:
+            effective[key] = value
+
+    def absolute(key: str, value: str) -> str:
+        root = base_dir if key in file_keys else cwd
+        return str((root / value).resolve())
+
+    if isinstance(effective.get("command"), str):
+        try:
+            effective["command"] = shlex.split(effective["command"])
+        except ValueError as error:
+            raise ConfigError(f"command: cannot split into arguments: {error}") from None
+        if not effective["command"]:
+            raise ConfigError("command: must not be empty")
+    effective["workdir"] = absolute("workdir", effective.get("workdir", "."))
+    effective["output_dir"] = absolute("output_dir", effective["output_dir"])
+    effective["data"] = [absolute("data", p) for p in effective["data"]]
+    if "baseline" in effective:
+        effective["baseline"] = absolute("baseline", effective["baseline"])
+    effective["config_file"] = str(config_path.resolve()) if config_path else None
+    return effective
+
+
+def parse_tolerance(text: str) -> str | dict[str, float]:
+    """`bitwise` or `atol=1e-6,rtol=1e-5` from the command line."""
+    if text.strip() == "bitwise":
+        return "bitwise"
+    values: dict[str, float] = {}
+    for part in text.split(","):
+        key, sep, raw = part.partition("=")
+        key = key.strip()
+        if not sep or key not in ("atol", "rtol"):
+            raise ConfigError(
+                f"--tolerance: expected 'bitwise' or 'atol=X,rtol=Y', got {text!r}"
+            )
+        try:
+            values[key] = float(raw)
+        except ValueError:
+            raise ConfigError(f"--tolerance: {key} must be a number, got {raw!r}") from None
+    return values
+
+
+def parse_env_pairs(pairs: list[str]) -> dict[str, str]:
+    """`KEY=VALUE` strings from repeated `--env` flags."""
+    env: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--env: expected KEY=VALUE, got {pair!r}")
+        env[key] = value
+    return env
+
+
+def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged

@@ -1,0 +1,129 @@
+"""Command-line flags for every configuration key, and their translation into config overrides."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from repro_gate.config import parse_env_pairs, parse_tolerance
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """Register `--config` and one flag per configuration key (flags win over the file)."""
+    parser.add_argument("--config", metavar="PATH",
+                        help="config file (default: .repro-gate.yml in the current directory)")
+    run = parser.add_argument_group("what to run")
+    run.add_argument("--name", help="gate name (check run, comment, metrics group)")
+    run.add_argument("--command", dest="command_line", metavar="CMD",
+                     help="training command, split like a shell would; or give it after `--`")
+    run.add_argument("--workdir", help="directory the command runs in")
+    run.add_argument("-a", "--artifacts", action="append", metavar="GLOB",
+                     help="glob of files to compare (repeatable)")
+    run.add_argument("--seed", type=int, help="seed applied in deterministic mode (default 0)")
+    run.add_argument("--runs", type=int, help="deterministic runs to compare (default 2)")
+    run.add_argument("--timeout", type=float, metavar="SECONDS", help="per-run timeout")
+    run.add_argument("--env", action="append", metavar="KEY=VALUE",
+                     help="extra environment variable for every run (repeatable)")
+    run.add_argument("--data", action="append", metavar="PATH",
+                     help="data path checksummed into the fingerprint (repeatable)")
+    compare = parser.add_argument_group("comparison")
+    compare.add_argument("--tolerance", metavar="SPEC",
+                         help="'bitwise' (default) or 'atol=X,rtol=Y'")
+    compare.add_argument("--determinism", choices=["warn", "strict"],
+                         help="warn: record nondeterministic ops and go on (default);"
+                              " strict: such an op raises")
+    compare.add_argument("--fail-fast", dest="fail_fast", action=argparse.BooleanOptionalAction,
+                         default=None, help="stop run B at its first differing step (default on)")
+    compare.add_argument("--baseline", metavar="MANIFEST",
+                         help="earlier manifest whose environment is diffed against this run")
+    cost = parser.add_argument_group("cost of determinism")
+    cost.add_argument("--cost", dest="cost_enabled", action=argparse.BooleanOptionalAction,
+                      default=None, help="time a default-mode run (default on)")
+    cost.add_argument("--cost-steps", type=int, metavar="N",
+                      help="stop the default-mode run after N optimizer steps (0: run to the end)")
+    cost.add_argument("--cost-warmup", type=int, metavar="N",
+                      help="steps left out of the step-time medians (default 3)")
+    reference = parser.add_argument_group("embedded reference training (no command configured)")
+    reference.add_argument("--device", choices=["auto", "cpu", "cuda"], help="device")
+    reference.add_argument("--steps", type=int, help="optimizer steps (default 30)")
+    reference.add_argument("--batch-size", type=int, help="batch size (default 32)")
+    reference.add_argument("--width", type=int, help="channels/hidden width (default 32)")
+    container = parser.add_argument_group("container runs")
+    container.add_argument("--image", help="training image, ideally pinned: name@sha256:…")
+    container.add_argument("--gpus", help="'all', 'none', a count, or comma-separated IDs/UUIDs")
+    container.add_argument("--network", help="container network (default none)")
+    container.add_argument("--memory", help="container memory limit, e.g. 16g")
+    container.add_argument("--pids", type=int, help="container pids limit")
+    container.add_argument("--user", help="uid:gid the training runs as")
+    container.add_argument("--keep", action=argparse.BooleanOptionalAction, default=None,
+                           help="keep containers after the run")
+    container.add_argument("--env-allow", action="append", metavar="NAME",
+                           help="host variable passed into the container (repeatable)")
+    report = parser.add_argument_group("reporting")
+    report.add_argument("--report", dest="report_enabled", action=argparse.BooleanOptionalAction,
+                        default=None, help="report to GitHub when running in Actions (default on)")
+    report.add_argument("--report-status", choices=["fallback", "always", "never"],
+                        help="commit status: only when a check run can't be written (default),"
+                             " always, or never")
+    report.add_argument("--comment", action=argparse.BooleanOptionalAction, default=None,
+                        help="sticky pull-request comment (default on)")
+    report.add_argument("--error-conclusion", choices=["failure", "neutral"],
+                        help="check-run conclusion for the verdict error (default failure)")
+    report.add_argument("--pushgateway-url", metavar="URL", help="Pushgateway for SLI metrics")
+    report.add_argument("--metrics-job", metavar="JOB", help="Pushgateway job label")
+    report.add_argument("--runner-slot", metavar="SLOT", help="runner slot label (bounded)")
+    parser.add_argument("-o", "--output-dir", help="where the manifest and runs go"
+                                                   " (default repro-gate-out)")
+
+
+def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """Config keys set on the command line, shaped like the config file."""
+    values: dict[str, Any] = {}
+
+    def put(key: str, value: Any, section: str | None = None) -> None:
+        if value is None:
+            return
+        if section:
+            values.setdefault(section, {})[key] = value
+        else:
+            values[key] = value
+
+    trailing = [a for a in (getattr(args, "trailing_command", None) or []) if a != "--"]
+    put("command", trailing or args.command_line)
+    for key in ("name", "workdir", "artifacts", "seed", "runs", "timeout", "data", "determinism",
+                "fail_fast", "baseline", "device", "image", "network", "output_dir"):
+        put(key, getattr(args, key))
+    if args.tolerance is not None:
+        put("tolerance", parse_tolerance(args.tolerance))
+    if args.env:
+        put("env", parse_env_pairs(args.env))
+    if args.gpus is not None:
+        put("gpus", _parse_gpus(args.gpus))
+    put("enabled", args.cost_enabled, "cost")
+    put("steps", args.cost_steps, "cost")
+    put("warmup", args.cost_warmup, "cost")
+    put("steps", args.steps, "reference")
+    put("batch_size", args.batch_size, "reference")
+    put("width", args.width, "reference")
+    put("memory", args.memory, "container")
+    put("pids", args.pids, "container")
+    put("user", args.user, "container")
+    put("keep", args.keep, "container")
+    put("env_allow", args.env_allow, "container")
+    put("enabled", args.report_enabled, "report")
+    put("status", args.report_status, "report")
+    put("comment", args.comment, "report")
+    put("error_conclusion", args.error_conclusion, "report")
+    put("pushgateway_url", args.pushgateway_url, "metrics")
+    put("job", args.metrics_job, "metrics")
+    put("runner_slot", args.runner_slot, "metrics")
+    return values
+
+
+def _parse_gpus(text: str) -> str | int | list[str]:
+    text = text.strip()
+    if text in ("all", "none"):
+        return text
+    if text.isdigit():
+        return int(text)
+    return [part.strip() for part in text.split(",") if part.strip()]

@@ -1,0 +1,1 @@
+"""Rendering a manifest for people: the console, Markdown for GitHub."""

@@ -1,0 +1,104 @@
+"""The console report: what a person reads in ten seconds after `repro-gate check`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+HEADLINES = {
+    "pass": "PASS: reproducible",
+    "fail": "FAIL: not reproducible",
+    "error": "ERROR: the gate could not decide",
+}
+MAX_LISTED = 8
+
+
+def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: str = "") -> str:
+    """Verdict, what was compared, first divergence, nondeterministic ops, cost, manifest path."""
+    lines = [f"repro-gate: {HEADLINES[manifest['verdict']]}"]
+    lines += [f"  {r['message']}" for r in manifest["reasons"]]
+    if error_detail:
+        lines.append("  last lines of the run's log:")
+        lines += [f"    | {line}" for line in error_detail.splitlines()]
+    lines += comparison_lines(manifest["comparison"])
+    lines += _ops(manifest)
+    lines += _cost(manifest)
+    if manifest_path:
+        lines.append(f"  manifest: {manifest_path}")
+    return "\n".join(lines)
+
+
+def comparison_lines(comparison: dict[str, Any]) -> list[str]:
+    """What was compared, per artifact, and the first divergent step."""
+    return _compared(comparison) + _divergence(comparison)
+
+
+def _compared(comparison: dict[str, Any]) -> list[str]:
+    items = comparison["artifacts"]
+    if not items and not comparison["trajectory"]["steps_compared"]:
+        return []
+    out = [f"  compared: {comparison['trajectory']['steps_compared']} steps, "
+           f"{len(items)} artifact comparisons ({comparison['basis']})"]
+    for item in items[:MAX_LISTED]:
+        out.append(f"    {item['path']}: {_artifact_summary(item)}")
+    if len(items) > MAX_LISTED:
+        out.append(f"    … and {len(items) - MAX_LISTED} more (see the manifest)")
+    return out
+
+
+def _artifact_summary(item: dict[str, Any]) -> str:
+    status = item["status"].replace("_", " ")
+    tensors = [t for t in item.get("tensors", []) if t["status"] != "equal"]
+    if tensors:
+        worst = tensors[0]
+        status += (
+            f": {len(tensors)} tensors differ, first {worst['name']}"
+            f" ({worst.get('differing_elements', '?')} elements, max abs diff"
+            f" {_number(worst.get('max_abs_diff'))}, max ULP {worst.get('max_ulp')})"
+        )
+    keys = [k for k in item.get("keys", []) if k["status"] != "equal"]
+    if keys:
+        status += f": {len(keys)} keys differ, first {keys[0]['key']}"
+    if item.get("note"):
+        status += f" [{item['note']}]"
+    return status
+
+
+def _divergence(comparison: dict[str, Any]) -> list[str]:
+    divergence = comparison.get("first_divergence")
+    if not divergence:
+        return []
+    params = divergence["parameters"]
+    shown = ", ".join(params[:MAX_LISTED]) + (" …" if len(params) > MAX_LISTED else "")
+    loss = " (loss differs too)" if divergence.get("loss_differs") else ""
+    runs = " vs ".join(divergence["runs"])
+    return [f"  first divergence: step {divergence['step']} ({runs}): {shown or 'loss only'}{loss}"]
+
+
+def _ops(manifest: dict[str, Any]) -> list[str]:
+    ops = manifest["nondeterministic_ops"]
+    if not ops:
+        return ["  nondeterministic ops: none seen"]
+    out = ["  nondeterministic ops:"]
+    for op in ops[:MAX_LISTED]:
+        where = f"{op['file']}:{op['line']}" if op.get("file") else "(location unknown)"
+        out.append(f"    {op['op']} at {where} ({op['count']}x, {op.get('kind', '')})")
+    return out
+
+
+def _cost(manifest: dict[str, Any]) -> list[str]:
+    cost = manifest.get("cost")
+    if cost is None:
+        return ["  cost of determinism: not measured"]
+    if cost.get("pct") is None:
+        return ["  cost of determinism: unknown (default-mode run too short to time)"]
+    if cost["basis"] == "step_median":
+        detail = (f"median step {cost['det_step_seconds'] * 1000:.1f} ms deterministic vs"
+                  f" {cost['default_step_seconds'] * 1000:.1f} ms default")
+    else:
+        detail = (f"whole run {cost['det_wall_seconds']:.1f} s deterministic vs"
+                  f" {cost['default_wall_seconds']:.1f} s default")
+    return [f"  cost of determinism: {cost['pct']:+.1f}% ({detail})"]
+
+
+def _number(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3g}"

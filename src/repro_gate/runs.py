@@ -1,0 +1,173 @@
+"""Plan and execute the gate's runs: deterministic A, B, … and the default-mode cost run."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from repro_gate import artifacts, probe
+from repro_gate.compare import sha256_file
+from repro_gate.comparison import RunSide
+from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
+
+REFERENCE_DIR = Path(__file__).parent / "reference"
+REFERENCE_MODULE = "repro_gate_reference"
+CUBLAS_WORKSPACE_CONFIG = ":4096:8"
+DEFAULT_RUN_NAME = "default"
+
+
+@dataclass
+class RunRecord:
+    """Everything the gate knows about one finished run."""
+
+    name: str
+    mode: Mode
+    launcher: str
+    run_dir: Path
+    log_path: Path
+    exit_code: int | None
+    wall_seconds: float
+    timed_out: bool
+    stopped: str | None  # "divergence" | "max_steps" when the probe stopped it on purpose
+    trajectory: list[dict[str, Any]]
+    alerts: list[dict[str, Any]]
+    probe_status: dict[str, Any] | None
+    in_process_fingerprint: dict[str, Any] | None
+    artifacts: list[artifacts.Artifact]
+    unmatched_globs: list[str]
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ended_cleanly(self) -> bool:
+        """Exited 0, or was stopped on purpose by the probe."""
+        if self.timed_out:
+            return False
+        return self.exit_code == 0 or (
+            self.exit_code == probe.STOP_EXIT_CODE and self.stopped is not None
+        )
+
+    def side(self) -> RunSide:
+        """This run as one side of a comparison."""
+        return RunSide(self.name, self.trajectory,
+                       {a.rel_path: a.path for a in self.artifacts}, self.stopped)
+
+    def to_manifest(self) -> dict[str, Any]:
+        """The run's entry in the manifest's `runs[]`."""
+        entry: dict[str, Any] = {
+            "name": self.name,
+            "mode": self.mode,
+            "launcher": self.launcher,
+            "exit_code": self.exit_code,
+            "wall_seconds": round(self.wall_seconds, 6),
+            "steps": len(self.trajectory),
+            "log_path": str(self.log_path),
+            "run_dir": str(self.run_dir),
+            "artifacts": [
+                {"path": a.rel_path, "sha256": sha256_file(a.path), "bytes": a.path.stat().st_size}
+                for a in self.artifacts
+            ],
+            "timed_out": self.timed_out,
+            "stopped": self.stopped,
+        }
+        if "container" in self.details:
+            entry["container"] = self.details["container"]
+        return entry
+
+
+def command_argv(config: dict[str, Any], launcher: Launcher) -> tuple[list[str], list[Path]]:
+    """The command to run and the extra PYTHONPATH entries it needs (the reference's directory)."""
+    if config.get("command"):
+        return list(config["command"]), []
+    reference = config["reference"]
+    argv = [
+        launcher.python_executable(), "-m", REFERENCE_MODULE,
+        "--steps", str(reference["steps"]),
+        "--batch-size", str(reference["batch_size"]),
+        "--width", str(reference["width"]),
+        "--device", config["device"],
+    ]
+    return argv, [REFERENCE_DIR]
+
+
+def run_environment(config: dict[str, Any], mode: Mode, max_steps: int) -> dict[str, str]:
+    """Variables of the probe contract for one run, then the user's `env` on top."""
+    env = {
+        probe.ENV_MODE: mode,
+        probe.ENV_SEED: str(config["seed"]),
+        probe.ENV_DETERMINISM: config["determinism"],
+    }
+    if max_steps > 0:
+        env[probe.ENV_MAX_STEPS] = str(max_steps)
+    if mode == "deterministic":
+        env["PYTHONHASHSEED"] = str(config["seed"])
+        env["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE_CONFIG
+    env.update(config["env"])
+    return env
+
+
+def build_spec(
+    config: dict[str, Any],
+    launcher: Launcher,
+    name: str,
+    mode: Mode,
+    reference_trajectory: Path | None = None,
+    max_steps: int = 0,
+) -> RunSpec:
+    """A fresh run directory and the spec of one run."""
+    output_dir = Path(config["output_dir"])
+    run_dir = output_dir / "runs" / name
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    argv, extra_path = command_argv(config, launcher)
+    return RunSpec(
+        name=name,
+        mode=mode,
+        argv=argv,
+        workdir=Path(config["workdir"]),
+        run_dir=run_dir,
+        env=run_environment(config, mode, max_steps),
+        timeout=config.get("timeout"),
+        log_path=output_dir / "logs" / f"{name}.log",
+        python_path=[probe.INJECT_DIR, *extra_path],
+        reference_trajectory=reference_trajectory,
+    )
+
+
+def execute(
+    launcher: Launcher,
+    spec: RunSpec,
+    sink: LineSink,
+    sources: artifacts.Sources,
+    configured_globs: list[str] | None,
+) -> RunRecord:
+    """Run one spec to its end and gather what it left: probe files and artifacts."""
+    _, workdir_globs = artifacts.globs_for(configured_globs)
+    before = (
+        artifacts.snapshot(sources.workdir, workdir_globs, sources.exclude)
+        if sources.workdir is not None else {}
+    )
+    outcome = launcher.run(spec, sink)
+    status = probe.read_json(spec.run_dir, probe.STATUS_FILE)
+    alerts = probe.read_json(spec.run_dir, probe.ALERTS_FILE)
+    collection = artifacts.collect(sources, configured_globs, before)
+    return RunRecord(
+        name=spec.name,
+        mode=spec.mode,
+        launcher=launcher.name,
+        run_dir=spec.run_dir,
+        log_path=spec.log_path,
+        exit_code=outcome.exit_code,
+        wall_seconds=outcome.wall_seconds,
+        timed_out=outcome.timed_out,
+        stopped=(status or {}).get("stopped"),
+        trajectory=probe.read_trajectory(spec.run_dir),
+        alerts=alerts if isinstance(alerts, list) else [],
+        probe_status=status,
+        in_process_fingerprint=probe.read_json(spec.run_dir, probe.FINGERPRINT_FILE),
+        artifacts=collection.artifacts,
+        unmatched_globs=collection.unmatched_globs,
+        details=dict(outcome.details),
+    )

@@ -1,0 +1,83 @@
+"""Turn comparisons and run outcomes into the verdict (pass / fail / error) and its reasons."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+PASS, FAIL, ERROR = "pass", "fail", "error"
+
+
+class Reason(TypedDict):
+    code: str
+    message: str
+
+
+def reason(code: str, message: str) -> Reason:
+    """One entry of the manifest's `reasons`."""
+    return {"code": code, "message": message}
+
+
+def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> list[Reason]:
+    """Why the runs are not reproducible; empty when they are.
+
+    Under a numeric tolerance the bitwise trajectory is evidence, not a verdict: the artifacts
+    decide.
+    """
+    found: list[Reason] = []
+    divergence = comparison.get("first_divergence")
+    if divergence and comparison["basis"] == "bitwise":
+        names = ", ".join(divergence["parameters"][:5]) or "the loss"
+        more = len(divergence["parameters"]) - 5
+        suffix = f" and {more} more" if more > 0 else ""
+        runs = " and ".join(divergence["runs"])
+        found.append(reason(
+            "trajectory_diverged",
+            f"runs {runs} diverge at step {divergence['step']}: {names}{suffix}",
+        ))
+    for item in comparison["artifacts"]:
+        runs = item.get("runs", ["A", "B"])
+        if item["status"] == "different":
+            found.append(reason(
+                "artifact_different",
+                f"{item['path']} differs between runs {runs[0]} and {runs[1]}"
+                + _tensor_count(item),
+            ))
+        elif item["status"] in ("missing_in_a", "missing_in_b"):
+            present = runs[1] if item["status"] == "missing_in_a" else runs[0]
+            found.append(reason(
+                "artifact_missing", f"{item['path']} is present in run {present} only"
+            ))
+    for op in strict_ops:
+        where = f" at {op['file']}:{op['line']}" if op.get("file") else ""
+        found.append(reason(
+            "nondeterministic_op_strict",
+            f"{op['op']}{where} has no deterministic implementation and determinism is strict",
+        ))
+    return found
+
+
+def successes(comparison: dict[str, Any], compared_runs: int) -> list[Reason]:
+    """What was shown equal, saying whether bitwise or within tolerance."""
+    steps = comparison["trajectory"]["steps_compared"]
+    items = comparison["artifacts"]
+    what = f"{steps} steps and {len(items)} artifacts" if steps else f"{len(items)} artifacts"
+    within = [a for a in items if a["status"] == "within_tolerance"]
+    divergence = comparison.get("first_divergence")
+    if not within and not divergence:
+        return [reason("bitwise_equal",
+                       f"{compared_runs} deterministic runs are bitwise equal: {what}")]
+    parts = [f"{compared_runs} deterministic runs agree within tolerance on {what}"]
+    if within:
+        bounds = ", ".join(f"{k}={v:g}" for k, v in within[0].get("tolerance", {}).items())
+        parts.append(f"not bitwise: {', '.join(a['path'] for a in within)} ({bounds})")
+    if divergence:
+        parts.append(f"steps differ bitwise from step {divergence['step']}")
+    return [reason("within_tolerance", "; ".join(parts))]
+
+
+def _tensor_count(item: dict[str, Any]) -> str:
+    tensors = [t for t in item.get("tensors", []) if t["status"] != "equal"]
+    if not tensors:
+        return ""
+    worst = max((t.get("max_abs_diff") or 0.0 for t in tensors), default=0.0)
+    return f" ({len(tensors)} tensors, max abs diff {worst:.3g})"

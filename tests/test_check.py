@@ -1,0 +1,161 @@
+"""`repro-gate check` end to end, on real tiny trainings, through the command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from repro_gate import schema
+
+TRAININGS = Path(__file__).parent / "trainings"
+PARAMETERS = ["encoder.weight", "encoder.bias", "head.weight", "head.bias"]
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+    workdir: Path
+
+    @property
+    def manifest(self) -> dict:
+        return json.loads((self.workdir / "repro-gate-out" / "manifest.json").read_text())
+
+
+def check(workdir: Path, *args: str, timeout: float = 240) -> Result:
+    """Run `repro-gate check` as a user would, in `workdir`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
+    completed = subprocess.run(
+        [sys.executable, "-m", "repro_gate", "check", "--quiet", *args],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+    return Result(completed.returncode, completed.stdout, completed.stderr, workdir)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A working directory holding the tiny training scripts."""
+    for script in TRAININGS.glob("*.py"):
+        shutil.copy(script, tmp_path / script.name)
+    return tmp_path
+
+
+def script(name: str) -> list[str]:
+    return ["--", sys.executable, name]
+
+
+def test_deterministic_script_passes_bitwise(project: Path) -> None:
+    result = check(project, *script("deterministic.py"))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    manifest = result.manifest
+    assert schema.errors("manifest", manifest) == []
+    assert manifest["verdict"] == "pass"
+    assert manifest["reasons"][0]["code"] == "bitwise_equal"
+    assert [r["name"] for r in manifest["runs"]] == ["A", "B", "default"]
+    assert [r["mode"] for r in manifest["runs"]] == ["deterministic", "deterministic", "default"]
+    assert all(r["steps"] == 6 for r in manifest["runs"])
+    (artifact,) = manifest["comparison"]["artifacts"]
+    assert artifact["path"] == "model.pt"
+    assert (artifact["kind"], artifact["status"]) == ("torch", "equal")
+    assert manifest["comparison"]["trajectory"] == {
+        "steps_compared": 6, "status": "equal", "steps": {"A": 6, "B": 6}}
+    sha_a, sha_b = (r["artifacts"][0]["sha256"] for r in manifest["runs"][:2])
+    assert sha_a == sha_b
+    assert manifest["cost"]["basis"] == "step_median"
+    assert isinstance(manifest["cost"]["pct"], float)
+    assert "PASS" in result.stdout and "cost of determinism" in result.stdout
+
+
+def test_unseeded_script_passes_because_the_gate_seeds_it(project: Path) -> None:
+    result = check(project, *script("unseeded.py"))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    manifest = result.manifest
+    assert manifest["verdict"] == "pass"
+    # model.pt was written into the working directory and moved into each run's folder.
+    assert not (project / "model.pt").exists()
+    runs = {r["name"]: r for r in manifest["runs"]}
+    assert runs["A"]["artifacts"][0]["path"] == "model.pt"
+    assert runs["A"]["artifacts"][0]["sha256"] == runs["B"]["artifacts"][0]["sha256"]
+    # Default mode seeds nothing, so its checkpoint comes from a different random init.
+    assert runs["default"]["artifacts"][0]["sha256"] != runs["A"]["artifacts"][0]["sha256"]
+
+
+@pytest.mark.parametrize(
+    ("name", "step", "parameters"),
+    [
+        ("urandom_noise.py", 3, ["head.bias"]),
+        ("thread_race.py", 2, ["encoder.weight"]),
+        ("listdir_order.py", 1, PARAMETERS),
+    ],
+)
+def test_nondeterminism_seeding_cannot_fix_fails_at_the_right_step(
+    project: Path, name: str, step: int, parameters: list[str]
+) -> None:
+    result = check(project, *script(name))
+    assert result.exit_code == 1, result.stdout + result.stderr
+    manifest = result.manifest
+    assert manifest["verdict"] == "fail"
+    divergence = manifest["comparison"]["first_divergence"]
+    assert divergence["step"] == step
+    assert divergence["parameters"] == parameters
+    assert divergence["runs"] == ["A", "B"]
+    assert manifest["reasons"][0]["code"] == "trajectory_diverged"
+    # fail-fast: run B stopped at the divergent step, and no cost run was spent.
+    run_b = manifest["runs"][1]
+    assert (run_b["stopped"], run_b["steps"]) == ("divergence", step)
+    assert [r["name"] for r in manifest["runs"]] == ["A", "B"]
+    assert f"first divergence: step {step}" in result.stdout
+
+
+def test_without_fail_fast_the_checkpoints_are_compared_too(project: Path) -> None:
+    result = check(project, "--no-fail-fast", "--no-cost", *script("urandom_noise.py"))
+    assert result.exit_code == 1
+    manifest = result.manifest
+    assert manifest["comparison"]["first_divergence"]["step"] == 3
+    (artifact,) = manifest["comparison"]["artifacts"]
+    assert artifact["status"] == "different"
+    differing = [t["name"] for t in artifact["tensors"] if t["status"] != "equal"]
+    assert "head.bias" in differing
+    assert manifest["cost"] is None
+
+
+def test_put_op_is_reported_at_its_file_and_line(project: Path) -> None:
+    result = check(project, *script("put_op.py"))
+    manifest = result.manifest
+    assert manifest["verdict"] == "pass"  # put_ without duplicate indices gives equal results
+    (op,) = manifest["nondeterministic_ops"]
+    assert op["op"].startswith("put_")
+    assert Path(op["file"]).name == "put_op.py"
+    assert op["line"] == 10
+    assert op["count"] == 6  # once per step
+    assert op["kind"] == "nondeterministic_op"
+    assert "put_op.py:10" in result.stdout
+
+
+def test_strict_determinism_fails_on_the_op(project: Path) -> None:
+    result = check(project, "--determinism", "strict", *script("put_op.py"))
+    assert result.exit_code == 1, result.stdout + result.stderr
+    manifest = result.manifest
+    assert manifest["verdict"] == "fail"
+    assert manifest["reasons"][0]["code"] == "nondeterministic_op_strict"
+    (op,) = manifest["nondeterministic_ops"]
+    assert (Path(op["file"]).name, op["line"], op["kind"]) == ("put_op.py", 10, "strict_error")
+
+
+def test_tolerance_turns_a_small_difference_into_a_pass(project: Path) -> None:
+    result = check(project, "--no-fail-fast", "--no-cost", "--tolerance", "atol=1e-2,rtol=0",
+                   "--artifacts", "model.pt", *script("urandom_noise.py"))
+    manifest = result.manifest
+    # The trajectory still shows the divergence: tolerance applies to artifacts, not to steps.
+    assert manifest["comparison"]["basis"] == "tolerance"
+    (artifact,) = manifest["comparison"]["artifacts"]
+    assert artifact["status"] == "within_tolerance"
+    assert artifact["tolerance"] == {"atol": 0.01, "rtol": 0.0}

@@ -2,54 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from gate_cli import check, script
 
 from repro_gate import schema
 
-TRAININGS = Path(__file__).parent / "trainings"
 PARAMETERS = ["encoder.weight", "encoder.bias", "head.weight", "head.bias"]
-
-
-@dataclass
-class Result:
-    exit_code: int
-    stdout: str
-    stderr: str
-    workdir: Path
-
-    @property
-    def manifest(self) -> dict:
-        return json.loads((self.workdir / "repro-gate-out" / "manifest.json").read_text())
-
-
-def check(workdir: Path, *args: str, timeout: float = 240) -> Result:
-    """Run `repro-gate check` as a user would, in `workdir`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
-    completed = subprocess.run(
-        [sys.executable, "-m", "repro_gate", "check", "--quiet", *args],
-        cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout,
-    )
-    return Result(completed.returncode, completed.stdout, completed.stderr, workdir)
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A working directory holding the tiny training scripts."""
-    for script in TRAININGS.glob("*.py"):
-        shutil.copy(script, tmp_path / script.name)
-    return tmp_path
-
-
-def script(name: str) -> list[str]:
-    return ["--", sys.executable, name]
 
 
 def test_deterministic_script_passes_bitwise(project: Path) -> None:

@@ -69,6 +69,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                         help="sticky pull-request comment (default on)")
     report.add_argument("--error-conclusion", choices=["failure", "neutral"],
                         help="check-run conclusion for the verdict error (default failure)")
+    report.add_argument("--report-timeout", type=float, metavar="SECONDS",
+                        help="time reporting may spend retrying, per phase (default 120)")
     report.add_argument("--pushgateway-url", metavar="URL", help="Pushgateway for SLI metrics")
     report.add_argument("--metrics-job", metavar="JOB", help="Pushgateway job label")
     report.add_argument("--runner-slot", metavar="SLOT", help="runner slot label (bounded)")
@@ -114,6 +116,7 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     put("status", args.report_status, "report")
     put("comment", args.comment, "report")
     put("error_conclusion", args.error_conclusion, "report")
+    put("timeout", args.report_timeout, "report")
     put("pushgateway_url", args.pushgateway_url, "metrics")
     put("job", args.metrics_job, "metrics")
     put("runner_slot", args.runner_slot, "metrics")

@@ -10,12 +10,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from repro_gate import __version__, artifacts, manifest, runs, verdict
+from repro_gate import __version__, artifacts, fingerprint, manifest, runs, verdict
 from repro_gate.comparison import check_something_compared, compare_runs, empty_comparison
 from repro_gate.cost import cost_of_determinism
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
+from repro_gate.fingerprint.documents import read_document
+from repro_gate.github.reporter import GitHubReporter
 from repro_gate.launch.base import Launcher, LineSink
 from repro_gate.launch.local import LocalLauncher, last_lines
+from repro_gate.metrics.push import push_manifest
 from repro_gate.probe import TRAJECTORY_FILE, probe_output_dir
 
 SinkFactory = Callable[[str], LineSink]
@@ -45,14 +48,19 @@ def run_gate(config: dict[str, Any], sink_for: SinkFactory) -> GateOutcome:
     """Run the whole gate for an effective configuration; never raises a GateError.
 
     Output directory problems are the one exception: without it no manifest can be written.
+    Reporting to GitHub and pushing metrics come last and can never change the verdict.
     """
     started_at = _now()
     started = time.monotonic()
     output_dir = Path(config["output_dir"])
     ensure_writable(output_dir)
     state = _State()
+    reporter = GitHubReporter.from_environment(config["name"], config.get("report"))
     try:
+        check_baseline(config)
         launcher = make_launcher(config)
+        state.host_fingerprint = fingerprint.collect_host(config, Path(config["workdir"]))
+        reporter.started()
         execute_runs(config, launcher, state, sink_for)
         sides = [record.side() for record in deterministic(state.records)]
         comparison = compare_runs(sides, config["tolerance"])
@@ -62,19 +70,43 @@ def run_gate(config: dict[str, Any], sink_for: SinkFactory) -> GateOutcome:
         state.error = error
         comparison = empty_comparison(config["tolerance"])
     document = assemble(config, state, comparison, started_at, time.monotonic() - started)
-    path: Path | None = None
-    try:
-        path = manifest.write(document, output_dir)
-    except GateError as error:
-        state.error = error
-        document["verdict"] = verdict.ERROR
-        document["reasons"] = [verdict.reason(error.kind, error.message)]
+    path = _write(document, output_dir, state)
+    document["reporting"] = reporter.finished(document)
+    document["metrics"] = push_manifest(document, config.get("metrics"), output_dir)
+    if path is not None:
+        path = _rewrite(document, output_dir) or path
     return GateOutcome(
         manifest=document,
         manifest_path=path,
         exit_code=EXIT_CODES[document["verdict"]],
         error_detail=state.error.detail if state.error else "",
     )
+
+
+def check_baseline(config: dict[str, Any]) -> None:
+    """Fail before any GPU time is spent when the baseline cannot be read."""
+    if config.get("baseline"):
+        read_document(Path(config["baseline"]), kind="baseline")
+
+
+def _write(document: dict[str, Any], output_dir: Path, state: _State) -> Path | None:
+    try:
+        return manifest.write(document, output_dir)
+    except GateError as error:
+        state.error = error
+        document["verdict"] = verdict.ERROR
+        document["reasons"] = [verdict.reason(error.kind, error.message)]
+        return None
+
+
+def _rewrite(document: dict[str, Any], output_dir: Path) -> Path | None:
+    """Add the reporting and metrics sections; the first manifest stays if that fails."""
+    try:
+        return manifest.write(document, output_dir)
+    except (GateError, OSError) as error:
+        print(f"repro-gate: warning: manifest kept without reporting sections: {error}",
+              file=sys.stderr)
+        return None
 
 
 def ensure_writable(output_dir: Path) -> None:
@@ -218,6 +250,7 @@ def assemble(
 ) -> dict[str, Any]:
     """Build the manifest document from everything the gate learned."""
     ops = nondeterministic_ops(state.records)
+    sections = fingerprint_sections(config, state)  # may record an error: before the verdict
     if state.error is not None:
         outcome, reasons = verdict.ERROR, [verdict.reason(state.error.kind, state.error.message)]
     else:
@@ -226,7 +259,7 @@ def assemble(
         outcome = verdict.FAIL if reasons else verdict.PASS
         if not reasons:
             reasons = verdict.successes(comparison, len(deterministic(state.records)))
-    return {
+    document = {
         "schema_version": manifest.schema_version(),
         "tool": {"name": "repro-gate", "version": __version__},
         "gate": config.get("name", "repro-gate"),
@@ -242,6 +275,24 @@ def assemble(
         "nondeterministic_ops": ops,
         "cost": measure_cost(config, state.records) if config["cost"]["enabled"] else None,
     }
+    document.update(sections)
+    return document
+
+
+def fingerprint_sections(config: dict[str, Any], state: _State) -> dict[str, Any]:
+    """fingerprint, checklist, config_hash and environment_diff; empty if the host was not read."""
+    if not state.host_fingerprint:
+        return {}
+    in_process = {r.name: r.in_process_fingerprint for r in state.records}
+    image = next((r.details["image"] for r in state.records if "image" in r.details), None)
+    baseline = Path(config["baseline"]) if config.get("baseline") else None
+    try:
+        return fingerprint.manifest_sections(
+            config, state.host_fingerprint, in_process, image, baseline
+        )
+    except GateError as error:
+        state.error = state.error or error
+        return {}
 
 
 def stderr_sink_for(quiet: bool) -> SinkFactory:

@@ -95,9 +95,8 @@ def rule(schema: dict[str, Any]) -> str:
 def _plural(text: str) -> str:
     for article in ("an ", "a "):
         if text.startswith(article):
-            noun = text.removeprefix(article)
-            head, _, tail = noun.partition(" ")
-            return f"{head}s {tail}".strip()
+            head, _, last = text.removeprefix(article).rpartition(" ")
+            return f"{head} {last}s".strip()
     return text
 
 

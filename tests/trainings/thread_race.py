@@ -10,9 +10,11 @@ from tiny import run_dir_path, train
 def racy_sum():
     sys.setswitchinterval(1e-6)
     total = [0.0]
+    start = threading.Barrier(4)
 
     def worker(k):
-        for i in range(20000):
+        start.wait()  # all threads run at once, so their updates interleave
+        for i in range(50000):
             total[0] += (1e-3 if i % 2 else 1e3) * (k + 1)  # not atomic: updates race
 
     threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate import config as config_loader
-from repro_gate import gate
+from repro_gate import gate, github_actions
 from repro_gate.config_flags import add_config_options, overrides_from_args
 from repro_gate.errors import EXIT_ERROR, GateError
 from repro_gate.report import console
@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     except GateError as error:
         return _config_error(error, args)
     outcome = gate.run_gate(effective, gate.stderr_sink_for(args.quiet))
+    github_actions.publish(outcome.manifest, manifest_path=outcome.manifest_path)
     if args.json:
         print(json.dumps(outcome.manifest, indent=2))
     else:

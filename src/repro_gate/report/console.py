@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from repro_gate.fingerprint import diff_lines
+
 HEADLINES = {
     "pass": "PASS: reproducible",
     "fail": "FAIL: not reproducible",
@@ -22,6 +24,8 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
     lines += comparison_lines(manifest["comparison"])
     lines += _ops(manifest)
     lines += _cost(manifest)
+    lines += _environment_diff(manifest)
+    lines += _checklist(manifest)
     if manifest_path:
         lines.append(f"  manifest: {manifest_path}")
     return "\n".join(lines)
@@ -98,6 +102,30 @@ def _cost(manifest: dict[str, Any]) -> list[str]:
         detail = (f"whole run {cost['det_wall_seconds']:.1f} s deterministic vs"
                   f" {cost['default_wall_seconds']:.1f} s default")
     return [f"  cost of determinism: {cost['pct']:+.1f}% ({detail})"]
+
+
+def _environment_diff(manifest: dict[str, Any]) -> list[str]:
+    changes = manifest.get("environment_diff")
+    if changes is None:
+        return []
+    lines = diff_lines(changes)
+    if not lines:
+        return ["  environment vs baseline: no change"]
+    return ["  environment vs baseline:"] + [f"    {line}" for line in lines[:MAX_LISTED]]
+
+
+def _checklist(manifest: dict[str, Any]) -> list[str]:
+    items = (manifest.get("checklist") or {}).get("items", [])
+    failing = [i for i in items if i["status"] in ("fail", "warn")]
+    if not items:
+        return []
+    if not failing:
+        return [f"  checklist: all {len(items)} items pass"]
+    out = [f"  checklist: {sum(i['status'] == 'fail' for i in items)} fail,"
+           f" {sum(i['status'] == 'warn' for i in items)} warn (fixes below; `repro-gate doctor`)"]
+    for item in sorted(failing, key=lambda i: i["status"] != "fail")[:MAX_LISTED]:
+        out.append(f"    {item['status']}: {item['title']}: {item['fix']}")
+    return out
 
 
 def _number(value: Any) -> str:

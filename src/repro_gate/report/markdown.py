@@ -223,9 +223,7 @@ def _ops_table(manifest: Mapping[str, Any]) -> str:
     )
 
 
-def _optional(
-    heading: str, render: Callable[[Any], str], section: Any
-) -> str:
+def _optional(heading: str, render: Callable[[Any], str], section: Any) -> str:
     """A folded section rendered from a manifest part whose shape may still change."""
     if not isinstance(section, Mapping | list) or not section:
         return ""
@@ -360,7 +358,8 @@ def _tensor_details(manifest: Mapping[str, Any]) -> str:
     for artifact in _list(_mapping(manifest.get("comparison")).get("artifacts")):
         artifact = _mapping(artifact)
         differing = [
-            _mapping(t) for t in _list(artifact.get("tensors"))
+            _mapping(t)
+            for t in _list(artifact.get("tensors"))
             if _mapping(t).get("status") not in ("equal", "within_tolerance")
         ]
         if not differing:

@@ -1,0 +1,127 @@
+"""Per-step cost of the repro-gate probe on a model of more than 10M parameters.
+
+Runs the same training in fresh processes without and with the probe (default mode: it only
+observes), interleaved, several times, and prints the medians of the mean step times as JSON.
+Usage: python bench/probe_overhead.py [--repeats 3] [--steps 10] [--batch-size 256]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+INJECT_DIR = Path(__file__).resolve().parents[1] / "src" / "repro_gate" / "probe" / "inject"
+WARMUP_STEPS = 3
+WIDTH = 1024
+HIDDEN = 4608
+
+
+def worker(steps: int, batch_size: int) -> None:
+    """Train the model and print the mean seconds per step (the probe is active if injected)."""
+    import torch
+    from torch import nn
+
+    model = nn.Sequential(
+        nn.Linear(WIDTH, HIDDEN),
+        nn.ReLU(),
+        nn.Linear(HIDDEN, WIDTH),
+        nn.ReLU(),
+        nn.Linear(WIDTH, WIDTH),
+        nn.ReLU(),
+        nn.Linear(WIDTH, 1),
+    )
+    params = sum(p.numel() for p in model.parameters())
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    data = torch.randn(batch_size, WIDTH)
+    target = torch.randn(batch_size, 1)
+    started = 0.0
+    for step in range(WARMUP_STEPS + steps):
+        if step == WARMUP_STEPS:
+            started = time.perf_counter()
+        loss = nn.functional.mse_loss(model(data), target)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    step_seconds = (time.perf_counter() - started) / steps
+    # The digest alone, in this process: the probe's main per-step cost, measured without noise
+    # from the other process.
+    sys.path.insert(0, str(INJECT_DIR))
+    from _repro_gate_digest import digest_tensors
+
+    tensors = list(model.parameters())
+    digest_tensors(tensors)
+    started = time.perf_counter()
+    for _ in range(steps):
+        digest_tensors(tensors)
+    digest_seconds = (time.perf_counter() - started) / steps
+    print(json.dumps({"params": params, "step_seconds": step_seconds, "digest": digest_seconds}))
+
+
+def measure(with_probe: bool, steps: int, batch_size: int, run_dir: str) -> dict[str, float]:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    env = {k: v for k, v in env.items() if not k.startswith("REPRO_GATE_")}
+    if with_probe:
+        env.update(
+            PYTHONPATH=str(INJECT_DIR), REPRO_GATE_RUN_DIR=run_dir, REPRO_GATE_MODE="default"
+        )
+    command = [
+        sys.executable,
+        __file__,
+        "--worker",
+        "--steps",
+        str(steps),
+        "--batch-size",
+        str(batch_size),
+    ]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.steps, args.batch_size)
+        return 0
+    off: list[float] = []
+    on: list[float] = []
+    digest: list[float] = []
+    params = 0
+    with tempfile.TemporaryDirectory() as run_dir:
+        for _ in range(args.repeats):
+            for with_probe, times in ((False, off), (True, on)):
+                result = measure(with_probe, args.steps, args.batch_size, run_dir)
+                params = int(result["params"])
+                times.append(result["step_seconds"])
+                digest.append(result["digest"])
+    step_off, step_on = statistics.median(off), statistics.median(on)
+    print(
+        json.dumps(
+            {
+                "params": params,
+                "step_seconds_off": round(step_off, 6),
+                "step_seconds_on": round(step_on, 6),
+                "overhead_pct": round(100 * (step_on - step_off) / step_off, 2),
+                "digest_seconds": round(statistics.median(digest), 6),
+                "digest_pct": round(100 * statistics.median(digest) / step_off, 2),
+                "target_pct": 1.0,
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""`repro-gate diff A B`: what changed between two environments (manifests or fingerprints)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from repro_gate.errors import EXIT_FAIL, EXIT_PASS
+from repro_gate.fingerprint.diff import CATEGORIES, environment_diff
+from repro_gate.fingerprint.documents import read_document
+
+
+def add_parser(subparsers: Any, name: str) -> None:
+    """Register `diff`."""
+    parser = subparsers.add_parser(
+        name,
+        help="list what changed between two manifests or fingerprints",
+        description="Compare two environments (run manifests or `repro-gate fingerprint --json`"
+        " output, detected automatically) and list the changes by category."
+        " Exit 0 when equal, 1 when they differ, 2 on bad input.",
+    )
+    parser.add_argument("old", type=Path, help="the earlier manifest or fingerprint")
+    parser.add_argument("new", type=Path, help="the later manifest or fingerprint")
+    parser.add_argument("--json", action="store_true", help="print the diff as JSON")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the changes; 0 equal, 1 different, 2 (GateError) bad input."""
+    old = read_document(args.old, kind="input")
+    new = read_document(args.new, kind="input")
+    result = environment_diff(old, new)
+    if args.json:
+        json.dump(result, sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        for line in describe(result):
+            print(line)
+    return EXIT_PASS if result["equal"] else EXIT_FAIL
+
+
+def describe(result: dict[str, Any]) -> list[str]:
+    """Summary line, then the changes grouped by category."""
+    if result["equal"]:
+        return [f"environments are equal (config_hash {result['new_config_hash'][:12]})"]
+    count = len(result["changes"])
+    lines = [f"{count} {'change' if count == 1 else 'changes'} (config_hash"
+             f" {result['old_config_hash'][:12]} -> {result['new_config_hash'][:12]})"]
+    for category in CATEGORIES:
+        messages = [c["message"] for c in result["changes"] if c["category"] == category]
+        if messages:
+            lines.append(f"{category}:")
+            lines.extend(f"  {message}" for message in messages)
+    return lines

@@ -1,0 +1,140 @@
+"""`repro-gate report`: post a finished run's manifest to GitHub (check run, status, comment).
+
+Made for the fork-safe pattern: the `pull_request` job runs the gate with a read-only token and
+uploads the manifest; a trusted `workflow_run` job downloads it and runs this command, which
+takes the pull request and head SHA from the `workflow_run` payload (or `--pr`/`--sha`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from repro_gate import schema
+from repro_gate.errors import GateError
+from repro_gate.github.client import RetryPolicy
+from repro_gate.github.event import context_from_environment
+from repro_gate.github.reporter import (
+    GitHubReporter,
+    ReportSettings,
+    client_from_environment,
+    token_from_environment,
+)
+
+EXIT_REPORTED = 0
+EXIT_REPORTING_FAILED = 1
+
+
+class ReportInputError(GateError):
+    """The manifest or the target of the report is missing or invalid."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind="report_input")
+
+
+def add_parser(subparsers: Any, name: str) -> None:
+    """Register `report` and its options."""
+    parser = subparsers.add_parser(
+        name,
+        help="post a manifest's results to GitHub (check run, status, PR comment)",
+        description=(
+            "Post the results of an earlier gate run to GitHub: a check run with annotations,"
+            " a commit status and the sticky pull-request comment. Exit 0 when reporting"
+            " worked, 1 when some of it failed, 2 on bad input."
+        ),
+    )
+    parser.add_argument("--manifest", required=True, type=Path, help="manifest.json of the run")
+    parser.add_argument("--sha", help="commit to report on (default: from the event)")
+    parser.add_argument("--pr", type=int, help="pull request number (default: from the event)")
+    parser.add_argument("--repo", help="OWNER/NAME (default: GITHUB_REPOSITORY)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=RetryPolicy.budget,
+        help="seconds allowed for GitHub requests and retries (default: %(default)s)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Post the manifest; record the outcome in its `reporting` section."""
+    manifest = load_manifest(args.manifest)
+    environ = os.environ
+    token = token_from_environment(environ)
+    if not token:
+        raise ReportInputError("no GitHub token: set the github-token input or GITHUB_TOKEN")
+    if args.repo is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", args.repo):
+        raise ReportInputError(f"--repo must be OWNER/NAME, got {args.repo!r}")
+    if args.sha is not None and not re.fullmatch(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}", args.sha):
+        raise ReportInputError(f"--sha must be a full commit SHA, got {args.sha!r}")
+    if args.pr is not None and args.pr < 1:
+        raise ReportInputError(f"--pr must be a pull request number, got {args.pr}")
+    if args.timeout <= 0:
+        raise ReportInputError("--timeout must be a positive number of seconds")
+
+    context = context_from_environment(environ)
+    context = dataclasses.replace(
+        context,
+        repository=args.repo or context.repository,
+        sha=(args.sha or context.sha or "").lower() or None,
+        pull_request=args.pr or context.pull_request,
+    )
+    settings = ReportSettings.from_config(_mapping(manifest.get("config")).get("report"))
+    client = client_from_environment(environ, token, RetryPolicy(budget=args.timeout))
+    reporter = GitHubReporter.for_context(str(manifest["gate"]), settings, context, client)
+    if not reporter.active:
+        raise ReportInputError(f"nothing to report on: {reporter.inactive_reason}; see --help")
+
+    section = reporter.finished(manifest)
+    manifest["reporting"] = section
+    write_manifest(args.manifest, manifest)
+    channels = ", ".join(
+        f"{name.replace('_', ' ')} {section[name]['outcome']}"
+        for name in ("check_run", "status", "comment")
+    )
+    print(f"repro-gate: reported {context.repository}@{(context.sha or '')[:12]}: {channels}")
+    # Deferred here means the token could not write: in the trusted job that is a failure.
+    return EXIT_REPORTED if section["ok"] and not section["deferred"] else EXIT_REPORTING_FAILED
+
+
+def load_manifest(path: Path) -> dict[str, Any]:
+    """The manifest at `path`, checked against its schema; one-line error otherwise."""
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReportInputError(f"manifest not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ReportInputError(f"cannot read manifest {path}: {error}") from None
+    except json.JSONDecodeError as error:
+        raise ReportInputError(
+            f"manifest {path} is not JSON: {error.msg} at line {error.lineno}"
+        ) from None
+    problems = schema.errors("manifest", manifest)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ReportInputError(f"manifest {path} is invalid: {problems[0]}{more}")
+    return manifest
+
+
+def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    """Replace the manifest atomically, so a crash never leaves half a file."""
+    handle, temporary = tempfile.mkstemp(prefix=".manifest-", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(manifest, stream, indent=2)
+            stream.write("\n")
+        os.replace(temporary, path)
+    except OSError as error:
+        Path(temporary).unlink(missing_ok=True)
+        print(f"repro-gate: could not update {path}: {error}", file=sys.stderr)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,102 @@
+"""Code facts from git: commit, ref, dirty flag, hash of the uncommitted diff, remote URL."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+GIT_TIMEOUT_SECONDS = 20
+
+
+def collect_code(workdir: Path) -> dict[str, Any]:
+    """Git facts of the repository holding `workdir`; `reason` says why they are absent."""
+    empty: dict[str, Any] = {
+        "commit": None,
+        "ref": None,
+        "dirty": None,
+        "diff_sha256": None,
+        "untracked_files": None,
+        "remote_url": None,
+    }
+    try:
+        commit = _git(workdir, "rev-parse", "HEAD").strip()
+    except FileNotFoundError:
+        return {**empty, "reason": "git is not installed"}
+    except subprocess.CalledProcessError as error:
+        stderr = (error.stderr or "").strip().splitlines()
+        detail = stderr[-1] if stderr else "git rev-parse failed"
+        if "not a git repository" in detail:
+            return {**empty, "reason": "not a git repository"}
+        if "unknown revision" in detail or "ambiguous argument 'HEAD'" in detail:
+            return {**empty, "reason": "git repository has no commits"}
+        return {**empty, "reason": detail}
+    except subprocess.TimeoutExpired:
+        return {**empty, "reason": "git timed out"}
+    ref = _git_or_none(workdir, "symbolic-ref", "--quiet", "HEAD") or "HEAD (detached)"
+    diff = _git_bytes(workdir, "diff", "HEAD", "--no-ext-diff", "--binary")
+    untracked = [
+        line for line in _git(workdir, "ls-files", "--others", "--exclude-standard").splitlines()
+        if line
+    ]
+    return {
+        "commit": commit,
+        "ref": ref.strip(),
+        "dirty": bool(diff) or bool(untracked),
+        "diff_sha256": hashlib.sha256(diff).hexdigest() if diff else None,
+        "untracked_files": len(untracked),
+        "remote_url": _remote_url(workdir),
+    }
+
+
+def strip_credentials(url: str) -> str:
+    """`https://user:token@host/x` -> `https://host/x`; scp-style `git@host:x` is left alone."""
+    parts = urlsplit(url)
+    if not parts.scheme or "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def _remote_url(workdir: Path) -> str | None:
+    url = _git_or_none(workdir, "remote", "get-url", "origin")
+    if url is None:
+        remotes = (_git_or_none(workdir, "remote") or "").split()
+        url = _git_or_none(workdir, "remote", "get-url", remotes[0]) if remotes else None
+    return strip_credentials(url.strip()) if url else None
+
+
+def _git(workdir: Path, *args: str) -> str:
+    return _git_bytes(workdir, *args).decode("utf-8", errors="replace")
+
+
+def _git_bytes(workdir: Path, *args: str) -> bytes:
+    completed = subprocess.run(
+        ["git", "-C", str(workdir), *args],
+        capture_output=True,
+        check=False,
+        timeout=GIT_TIMEOUT_SECONDS,
+    )
+    if completed.returncode != 0:
+        raise subprocess.CalledProcessError(
+            completed.returncode,
+            completed.args,
+            completed.stdout,
+            completed.stderr.decode("utf-8", errors="replace"),
+        )
+    return completed.stdout
+
+
+def _git_or_none(workdir: Path, *args: str) -> str | None:
+    try:
+        return _git(workdir, *args)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, FileNotFoundError):
+        return None
+
+
+def repository_root(workdir: Path) -> Path | None:
+    """Top directory of the git work tree holding `workdir`, or None."""
+    top = _git_or_none(workdir, "rev-parse", "--show-toplevel")
+    return Path(top.strip()) if top else None

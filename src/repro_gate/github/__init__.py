@@ -1,0 +1,1 @@
+"""Reporting to GitHub: check run with annotations, commit status, sticky PR comment."""

@@ -1,0 +1,207 @@
+"""A small GitHub REST client on `requests`: retries, rate limits and a bounded total time.
+
+Retry rules follow GitHub's guidance for the REST API: 5xx answers and connection errors are
+retried with exponential backoff and jitter; 403/429 rate limiting waits for `retry-after`, else
+for `x-ratelimit-reset` when no requests remain, else backs off (secondary limits). Other 4xx
+answers (401, 404, 422, a plain 403) are never retried. Every wait counts against one time
+budget for the whole client, so an outage cannot hold the gate for long.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import requests
+
+from repro_gate import __version__
+
+DEFAULT_API_URL = "https://api.github.com"
+API_VERSION = "2022-11-28"
+READ_ONLY_MESSAGE = "Resource not accessible by integration"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long the client may wait, in seconds, and how it backs off."""
+
+    budget: float = 120.0  # total time for the requests and waits of one phase
+    request_timeout: float = 15.0  # per HTTP call (connect and read)
+    base_delay: float = 1.0  # first backoff after a 5xx or a connection error
+    max_delay: float = 30.0  # cap of one backoff
+    secondary_wait: float = 60.0  # first wait on a rate limit that names no time
+    max_attempts: int = 6
+
+
+class GitHubError(Exception):
+    """A request that failed for good; `status` is None when no answer came back."""
+
+    def __init__(self, method: str, path: str, status: int | None, message: str) -> None:
+        self.method = method
+        self.path = path
+        self.status = status
+        self.message = message
+        where = f"HTTP {status}" if status is not None else "no answer"
+        super().__init__(f"{method} {path}: {where}: {message}")
+
+    @property
+    def read_only(self) -> bool:
+        """True for the 403 a read-only token gets (e.g. a pull request from a fork)."""
+        return self.status == 403 and READ_ONLY_MESSAGE.lower() in self.message.lower()
+
+    @property
+    def unavailable(self) -> bool:
+        """True when the endpoint refused us (403/404): a fallback may work."""
+        return self.status in (403, 404)
+
+
+class GitHubClient:
+    """Send requests to one GitHub API base URL (api.github.com or a GHES `/api/v3`)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        policy: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.policy = policy or RetryPolicy()
+        self._sleep = sleep
+        self._clock = clock
+        self._deadline = clock() + self.policy.budget
+        self._session = requests.Session()
+        self._session.headers.update(
+            {
+                "Accept": "application/vnd.github+json",
+                "Authorization": f"Bearer {token}",
+                "X-GitHub-Api-Version": API_VERSION,
+                "User-Agent": f"repro-gate/{__version__}",
+            }
+        )
+
+    def reset_budget(self) -> None:
+        """Start a new time budget (one per reporting phase: start of the runs, end)."""
+        self._deadline = self._clock() + self.policy.budget
+
+    def remaining(self) -> float:
+        """Seconds left in the time budget."""
+        return max(0.0, self._deadline - self._clock())
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+    ) -> requests.Response:
+        """Send one request (path relative to the base URL, or an absolute URL from a Link)."""
+        url = path if path.startswith(("http://", "https://")) else self.base_url + path
+        backoff = self.policy.base_delay
+        rate_wait = self.policy.secondary_wait
+        for attempt in range(1, self.policy.max_attempts + 1):
+            last = attempt == self.policy.max_attempts
+            if self.remaining() <= 0:
+                raise GitHubError(method, path, None, "time budget for GitHub requests used up")
+            timeout = min(self.policy.request_timeout, self.remaining())
+            try:
+                response = self._session.request(
+                    method, url, params=params, json=json, timeout=timeout
+                )
+            except (requests.ConnectionError, requests.Timeout) as error:
+                if last:
+                    raise GitHubError(method, path, None, _first_line(error)) from error
+                self._wait(method, path, _jitter(backoff), _first_line(error))
+                backoff = min(backoff * 2, self.policy.max_delay)
+                continue
+            if response.status_code < 400:
+                return response
+            message = _error_message(response)
+            if response.status_code >= 500 and not last:
+                self._wait(method, path, _jitter(backoff), f"HTTP {response.status_code}")
+                backoff = min(backoff * 2, self.policy.max_delay)
+                continue
+            if _is_rate_limited(response, message) and not last:
+                wait = _rate_limit_wait(response)
+                if wait is None:
+                    wait, rate_wait = _jitter(rate_wait), min(rate_wait * 2, 3600.0)
+                self._wait(method, path, wait, f"rate limited (HTTP {response.status_code})")
+                continue
+            raise GitHubError(method, path, response.status_code, message)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def paginate(
+        self, path: str, params: Mapping[str, Any] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Yield the items of a list endpoint, 100 per page, following `Link: rel="next"`."""
+        url: str | None = path
+        query: Mapping[str, Any] | None = {**(params or {}), "per_page": 100}
+        while url:
+            response = self.request("GET", url, params=query)
+            yield from response.json()
+            url = response.links.get("next", {}).get("url")
+            query = None  # the next link carries the query string already
+
+    def _wait(self, method: str, path: str, seconds: float, why: str) -> None:
+        # Waiting past the budget would only delay the same failure.
+        if seconds >= self.remaining():
+            raise GitHubError(
+                method, path, None, f"{why}; waiting {seconds:.0f}s would exceed the time budget"
+            )
+        self._sleep(seconds)
+
+
+def _jitter(delay: float) -> float:
+    """Half fixed, half random, so concurrent clients spread out."""
+    return delay / 2 + random.uniform(0, delay / 2)
+
+
+def _is_rate_limited(response: requests.Response, message: str) -> bool:
+    if response.status_code == 429:
+        return True
+    if response.status_code != 403:
+        return False
+    headers = response.headers
+    return (
+        "retry-after" in headers
+        or headers.get("x-ratelimit-remaining") == "0"
+        or "rate limit" in message.lower()
+    )
+
+
+def _rate_limit_wait(response: requests.Response) -> float | None:
+    """Seconds GitHub asks us to wait, or None when it names no time."""
+    headers = response.headers
+    retry_after = headers.get("retry-after", "")
+    if retry_after.strip().isdigit():
+        return float(retry_after)
+    reset = headers.get("x-ratelimit-reset", "")
+    if headers.get("x-ratelimit-remaining") == "0" and reset.strip().isdigit():
+        return max(0.0, float(reset) - time.time()) + 0.5  # reset is whole epoch seconds
+    return None
+
+
+def _error_message(response: requests.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return _first_line(response.text) or response.reason or "error"
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        details = [
+            e.get("message") or e.get("code")
+            for e in body.get("errors") or []
+            if isinstance(e, dict) and (e.get("message") or e.get("code"))
+        ]
+        return body["message"] + (f" ({'; '.join(map(str, details))})" if details else "")
+    return response.reason or "error"
+
+
+def _first_line(value: object) -> str:
+    text = str(value).strip()
+    return text.splitlines()[0][:300] if text else ""

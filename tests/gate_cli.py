@@ -1,0 +1,38 @@
+"""Running `repro-gate check` as a user would, for the tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+TRAININGS = Path(__file__).parent / "trainings"
+
+
+@dataclass
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+    workdir: Path
+
+    @property
+    def manifest(self) -> dict:
+        return json.loads((self.workdir / "repro-gate-out" / "manifest.json").read_text())
+
+
+def check(workdir: Path, *args: str, timeout: float = 240) -> Result:
+    """Run `repro-gate check` as a user would, in `workdir`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
+    completed = subprocess.run(
+        [sys.executable, "-m", "repro_gate", "check", "--quiet", *args],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+    return Result(completed.returncode, completed.stdout, completed.stderr, workdir)
+
+
+def script(name: str) -> list[str]:
+    return ["--", sys.executable, name]

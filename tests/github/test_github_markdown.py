@@ -1,0 +1,159 @@
+"""The Markdown a person reads: title, check-run summary, job summary, PR comment."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from markdown_it import MarkdownIt
+
+from repro_gate.github.statuses import clip
+from repro_gate.report import markdown
+
+
+def passing(manifest: dict[str, Any]) -> dict[str, Any]:
+    manifest = copy.deepcopy(manifest)
+    manifest["verdict"], manifest["reasons"], manifest["nondeterministic_ops"] = "pass", [], []
+    manifest["comparison"]["first_divergence"] = None
+    for artifact in manifest["comparison"]["artifacts"]:
+        artifact["status"] = "equal"
+        artifact.pop("tensors", None)
+        artifact.pop("keys", None)
+    return manifest
+
+
+def first_text(source: str) -> str:
+    """The first text a reader sees once GitHub renders the Markdown (HTML comments hidden)."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(source)
+    for token in tokens:
+        if token.type == "inline" and token.content.strip():
+            return "".join(child.content for child in token.children or [])
+    raise AssertionError("no visible text")
+
+
+def rendered(source: str) -> str:
+    return MarkdownIt("commonmark").enable("table").render(source)
+
+
+def test_titles_say_the_verdict_in_one_line(manifest: dict[str, Any]) -> None:
+    assert markdown.title(passing(manifest)) == "bit-for-bit reproducible · determinism cost +7.4%"
+    assert markdown.title(manifest) == (
+        "not reproducible · first divergence at step 3 (fc.weight +1 more)"
+    )
+    tolerant = passing(manifest)
+    tolerant["comparison"]["basis"] = "tolerance"
+    tolerant["cost"]["pct"] = -1.25
+    assert markdown.title(tolerant) == "reproducible within tolerance · determinism cost -1.2%"
+    no_trajectory = copy.deepcopy(manifest)
+    no_trajectory["comparison"]["first_divergence"] = None
+    assert markdown.title(no_trajectory) == "not reproducible · 2 of 3 artifacts differ"
+    error = copy.deepcopy(manifest)
+    error["verdict"] = "error"
+    error["reasons"] = [{"code": "run_failed", "message": "det-2 exited with code 1\nTraceback"}]
+    assert markdown.title(error) == "gate error · det-2 exited with code 1 Traceback"
+    assert "\n" not in markdown.title(error)
+
+
+@pytest.mark.parametrize("render", [markdown.comment_markdown, markdown.summary_markdown])
+def test_a_reader_sees_the_verdict_first(render: Any, manifest: dict[str, Any]) -> None:
+    assert first_text(render(manifest)) == (
+        "❌ repro-gate: not reproducible · first divergence at step 3 (fc.weight +1 more)"
+    )
+    assert first_text(render(passing(manifest))).startswith(
+        "✅ repro-gate: bit-for-bit reproducible"
+    )
+    assert rendered(render(manifest)).startswith("<h3>❌ repro-gate: not reproducible")
+
+
+def test_comment_is_compact_with_details_folded_and_a_hidden_marker(
+    manifest: dict[str, Any],
+) -> None:
+    body = markdown.comment_markdown({**manifest, "reporting": {"run_url": "https://x/runs/1"}})
+    html = rendered(body)
+    table = html[html.index("<table>") : html.index("</table>")]
+    assert "<td>First divergence</td>\n<td>step 3 (fc.weight, fc.bias)</td>" in table
+    assert "<td>Determinism cost</td>\n<td>+7.4%</td>" in table
+    assert '<a href="https://x/runs/1">workflow run</a>' in table
+    assert html.index("</table>") < html.index("<details><summary>Details</summary>")
+    assert body.count("<!-- repro-gate:repro-gate -->") == 1
+    assert body.rstrip().endswith("<!-- repro-gate:repro-gate -->")
+    assert "repro-gate:repro-gate" not in first_text(body)
+    assert markdown.comment_marker("gpu-nightly") == "<!-- repro-gate:gpu-nightly -->"
+
+
+def test_summary_carries_divergence_artifacts_ops_fingerprint_checklist_and_diff(
+    manifest: dict[str, Any],
+) -> None:
+    summary = markdown.summary_markdown(manifest)
+    html = rendered(summary)
+    assert "<strong>First divergence:</strong> step 3, parameters fc.weight, fc.bias" in html
+    assert "<td><code>checkpoints/model.safetensors</code></td>" in html
+    assert "2 of 3 tensors differ, max abs diff 2.38e-07" in html
+    assert "<code>/github/workspace/model.py:88</code>" in html
+    assert "| torch | 2.5.1+cu124 |" in summary
+    assert "| GPUs | 1 x NVIDIA A10G |" in summary
+    assert "❌ **Deterministic algorithms**" in summary
+    assert "Fix: replace index_add_" in summary
+    assert "| env | `env.torch` | torch 2.4.1+cu124 -> 2.5.1+cu124 |" in summary
+    assert "read-only" not in summary
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"fingerprint": "abc", "checklist": 3, "environment_diff": ["x", 1, None]},
+        {
+            "fingerprint": {"a": [1, 2]},
+            "checklist": {"items": [{"status": "pass"}, 7]},
+            "environment_diff": {"changes": [{"old": 1}]},
+        },
+        {"fingerprint": None, "checklist": [], "environment_diff": {}},
+    ],
+)
+def test_unknown_shapes_of_optional_sections_are_left_out(
+    manifest: dict[str, Any], odd: dict[str, Any]
+) -> None:
+    summary = markdown.summary_markdown({**manifest, **odd})
+    for heading in ("Fingerprint", "Checklist", "Environment diff"):
+        assert f"<summary>{heading}" not in summary
+    assert summary.startswith("### ❌ repro-gate: not reproducible")
+    assert "<summary>Details</summary>" in markdown.comment_markdown({**manifest, **odd})
+
+
+def test_sections_absent_are_skipped(manifest: dict[str, Any]) -> None:
+    for key in ("fingerprint", "checklist", "environment_diff", "cost"):
+        manifest.pop(key)
+    manifest["cost"] = None
+    summary = markdown.summary_markdown(manifest)
+    assert "<summary>" not in summary
+    assert "determinism cost" not in markdown.title(passing(manifest))
+
+
+def test_fork_note_when_reporting_was_deferred(manifest: dict[str, Any]) -> None:
+    summary = markdown.summary_markdown(
+        {**manifest, "reporting": {"active": True, "ok": True, "deferred": True}}
+    )
+    assert markdown.FORK_NOTE in summary
+    assert first_text(summary).startswith("❌ repro-gate")
+
+
+def test_long_reports_are_cut_under_githubs_limits_with_a_note(manifest: dict[str, Any]) -> None:
+    artifact = manifest["comparison"]["artifacts"][0]
+    manifest["comparison"]["artifacts"] = [
+        {**artifact, "path": f"shard-{i}-{'p' * 300}.safetensors"} for i in range(1000)
+    ]
+    manifest["reasons"] = [{"code": "artifacts_differ", "message": "m" * 199}] * 400
+    summary = markdown.summary_markdown(manifest)
+    comment = markdown.comment_markdown(manifest)
+    assert len(summary) <= 65_535 and "cut here" in summary
+    assert len(comment) <= 65_536 and "cut here" in comment
+    assert comment.rstrip().endswith("<!-- repro-gate:repro-gate -->")
+    html = rendered(comment)
+    assert html.count("<details>") == html.count("</details>")
+    assert first_text(comment).startswith("❌ repro-gate: not reproducible")
+
+
+def test_status_description_is_clipped_to_140_characters() -> None:
+    assert clip("x" * 500) == "x" * 139 + "…"
+    assert clip("two\nlines") == "two lines"

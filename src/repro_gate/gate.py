@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,6 +64,7 @@ def run_gate(config: dict[str, Any], sink_for: SinkFactory) -> GateOutcome:
         launcher = make_launcher(config)
         state.host_fingerprint = fingerprint.collect_host(config, Path(config["workdir"]))
         reporter.started()
+        preload_torch()
         execute_runs(config, launcher, state, sink_for)
         sides = [record.side() for record in deterministic(state.records)]
         comparison = compare_runs(sides, config["tolerance"])
@@ -81,6 +85,13 @@ def run_gate(config: dict[str, Any], sink_for: SinkFactory) -> GateOutcome:
         exit_code=EXIT_CODES[document["verdict"]],
         error_detail=state.error.detail if state.error else "",
     )
+
+
+def preload_torch() -> None:
+    """Import torch in the background while the runs train, so comparing checkpoints later
+    does not add its start-up time to the gate."""
+    if importlib.util.find_spec("torch") is not None:
+        threading.Thread(target=importlib.import_module, args=("torch",), daemon=True).start()
 
 
 def check_baseline(config: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from repro_gate.compare.files import compare_bytes
+from repro_gate.compare.files import compare_bytes, sha256_file
 from repro_gate.compare.status import EQUAL, MISSING_IN_A, MISSING_IN_B, worst
 from repro_gate.compare.structured import compare_structured, diff_leaf, summary
 from repro_gate.compare.tolerance import Tolerance
@@ -16,6 +16,10 @@ if TYPE_CHECKING:
 
 TORCH_SUFFIXES = {".pt", ".pth", ".ckpt", ".bin"}
 STRUCTURED_SUFFIXES = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}
+NO_TORCH_NOTE = (
+    "identical bytes; tensors not inspected because torch is not installed"
+    " (pip install 'repro-gate[torch]')"
+)
 
 
 def compare_artifact(
@@ -41,6 +45,9 @@ def compare_checkpoints(
     except ModuleNotFoundError as error:
         if error.name != "torch":
             raise
+        # Identical files need no tensor view, so a gate image without torch still passes them.
+        if sha256_file(path_a) == sha256_file(path_b):
+            return compare_bytes(path_a, path_b, rel_path, note=NO_TORCH_NOTE)
         raise MissingDependencyError(
             f"comparing {rel_path} tensor by tensor", "torch: pip install 'repro-gate[torch]'"
         ) from error

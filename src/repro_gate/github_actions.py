@@ -1,0 +1,201 @@
+"""GitHub Actions runtime conventions: step outputs, the job summary, log groups, annotations.
+
+Everything here is a no-op outside Actions (`GITHUB_ACTIONS` is not `true`). Workflow commands
+(`::group::`, `::error`, `::add-mask::`) go to stdout; file commands are appended to the files
+named by `GITHUB_OUTPUT` and `GITHUB_STEP_SUMMARY`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from repro_gate.report.markdown import summary_markdown
+
+# GitHub refuses a step summary above 1 MiB (and the step keeps its status).
+SUMMARY_LIMIT_BYTES = 1024 * 1024
+# Actions shows at most 10 error annotations per step; more are dropped silently.
+MAX_ERROR_ANNOTATIONS = 10
+MANIFEST_FILENAME = "manifest.json"
+
+
+def in_actions(environ: Mapping[str, str] | None = None) -> bool:
+    """True when running as a GitHub Actions step."""
+    env = os.environ if environ is None else environ
+    return env.get("GITHUB_ACTIONS") == "true"
+
+
+def escape_data(value: str) -> str:
+    """Escape the message part of a workflow command."""
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    """Escape a `key=value` property of a workflow command."""
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(name: str, message: str = "", **properties: object) -> str:
+    """One workflow command line, e.g. `::error file=a.py,line=3::message`."""
+    props = ",".join(
+        f"{key}={escape_property(str(value))}"
+        for key, value in properties.items()
+        if value is not None
+    )
+    return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+def emit(line: str, stream: TextIO | None = None) -> None:
+    """Write one workflow command to stdout (where the runner reads them)."""
+    out = stream or sys.stdout
+    out.write(line + "\n")
+    out.flush()
+
+
+def add_mask(value: str, stream: TextIO | None = None) -> None:
+    """Ask the runner to mask `value` in every later log line."""
+    for line in value.splitlines():
+        if line.strip():
+            emit(command("add-mask", line), stream)
+
+
+@contextmanager
+def group(title: str, enabled: bool = True, stream: TextIO | None = None) -> Iterator[None]:
+    """Fold the log lines printed inside the block under `title`."""
+    if enabled:
+        emit(command("group", title), stream)
+    try:
+        yield
+    finally:
+        if enabled:
+            emit("::endgroup::", stream)
+
+
+def output_block(name: str, value: str) -> str:
+    """A `GITHUB_OUTPUT` entry; the heredoc form with a random delimiter is safe for any value."""
+    delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+    while delimiter in value:
+        delimiter = f"ghadelimiter_{secrets.token_hex(16)}"
+    return f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+
+
+def set_outputs(outputs: Mapping[str, str], environ: Mapping[str, str] | None = None) -> None:
+    """Append step outputs to the `GITHUB_OUTPUT` file."""
+    env = os.environ if environ is None else environ
+    path = env.get("GITHUB_OUTPUT")
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as handle:
+        for name, value in outputs.items():
+            handle.write(output_block(name, value))
+
+
+def fit_summary(markdown: str, limit: int = SUMMARY_LIMIT_BYTES) -> str:
+    """`markdown` cut at a line boundary so that it stays under `limit` bytes in UTF-8."""
+    encoded = markdown.encode("utf-8")
+    if len(encoded) <= limit:
+        return markdown
+    note = "\n\n_Summary truncated: see the manifest artifact for the full report._\n"
+    budget = limit - len(note.encode("utf-8"))
+    head = encoded[:budget].decode("utf-8", errors="ignore")
+    cut = head.rfind("\n")
+    return (head[:cut] if cut > 0 else head) + note
+
+
+def write_summary(markdown: str, environ: Mapping[str, str] | None = None) -> None:
+    """Append `markdown` to the step summary, within GitHub's size limit."""
+    env = os.environ if environ is None else environ
+    path = env.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(fit_summary(markdown))
+
+
+def outputs_for(manifest: Mapping[str, Any], manifest_path: Path | None) -> dict[str, str]:
+    """The action's outputs: verdict, cost-pct, config-hash, manifest-path, first-divergent-step."""
+    cost = manifest.get("cost") or {}
+    pct = cost.get("pct")
+    divergence = (manifest.get("comparison") or {}).get("first_divergence") or {}
+    step = divergence.get("step")
+    return {
+        "verdict": str(manifest.get("verdict", "error")),
+        "cost-pct": "" if pct is None else f"{pct:.2f}",
+        "config-hash": str(manifest.get("config_hash", "")),
+        "manifest-path": "" if manifest_path is None else str(manifest_path),
+        "first-divergent-step": "" if step is None else str(step),
+    }
+
+
+def workspace_relative(file: str, workspace: str) -> str | None:
+    """`file` relative to the workspace, or None when it lies outside it (site-packages...)."""
+    path = Path(file)
+    if not path.is_absolute():
+        path = Path(workspace) / path
+    try:
+        return path.resolve().relative_to(Path(workspace).resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def op_annotations(manifest: Mapping[str, Any], workspace: str) -> list[str]:
+    """`::error` commands for nondeterministic ops attributed to lines of the repository."""
+    lines = []
+    for op in manifest.get("nondeterministic_ops", []):
+        if not op.get("file") or not op.get("line"):
+            continue
+        relative = workspace_relative(op["file"], workspace)
+        if relative is None:
+            continue
+        message = op.get("message") or f"{op['op']} has no deterministic implementation"
+        lines.append(
+            command(
+                "error",
+                f"{message} ({op.get('count', 1)}x)",
+                file=relative,
+                line=op["line"],
+                title=f"nondeterministic op: {op['op']}",
+            )
+        )
+        if len(lines) == MAX_ERROR_ANNOTATIONS:
+            break
+    return lines
+
+
+def default_manifest_path(manifest: Mapping[str, Any]) -> Path | None:
+    """Where the gate writes the manifest: `<output_dir>/manifest.json`."""
+    output_dir = manifest.get("output_dir")
+    return Path(output_dir) / MANIFEST_FILENAME if output_dir else None
+
+
+def publish(
+    manifest: dict[str, Any],
+    environ: Mapping[str, str] | None = None,
+    *,
+    manifest_path: Path | None = None,
+    stream: TextIO | None = None,
+) -> None:
+    """Write outputs, the job summary and op annotations for `manifest`; never raises."""
+    env = os.environ if environ is None else environ
+    if not in_actions(env):
+        return
+    path = manifest_path if manifest_path is not None else default_manifest_path(manifest)
+    steps = (
+        lambda: set_outputs(outputs_for(manifest, path), env),
+        lambda: write_summary(summary_markdown(manifest), env),
+        lambda: [emit(line, stream) for line in op_annotations(manifest, _workspace(env))],
+    )
+    for step in steps:
+        try:
+            step()
+        except Exception as error:  # reporting must never change the verdict
+            emit(command("warning", f"repro-gate: could not publish to Actions: {error}"), stream)
+
+
+def _workspace(env: Mapping[str, str]) -> str:
+    return env.get("GITHUB_WORKSPACE") or os.getcwd()

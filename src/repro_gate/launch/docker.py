@@ -1,0 +1,464 @@
+"""Run the training as a sibling container in the user's image, isolated by default.
+
+The gate reaches the Docker daemon through its socket (GitHub mounts the runner's socket into
+container actions). A sibling container's bind mounts name *host* paths, so when the gate itself
+runs in a container, every path it mounts is translated through the gate container's own mounts.
+
+Inside the training container the workspace and the run directory keep the paths the gate sees
+(so file names in probe output and logs mean the same on both sides); the probe's directories
+are mounted read-only under /repro-gate/python-path/<n>.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import docker
+import docker.errors
+import docker.types
+import requests.exceptions
+
+from repro_gate.errors import GateError
+from repro_gate.launch.base import LineSink, RunOutcome, RunSpec
+from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
+
+CONTAINER_PYTHON_PATH = PurePosixPath("/repro-gate/python-path")
+# Used when the workspace belongs to root: the training never runs as root.
+NOBODY = "65534:65534"
+DEFAULT_PIDS_LIMIT = 4096
+# PyTorch DataLoader workers pass batches through /dev/shm; Docker's 64 MiB default is too small.
+DEFAULT_SHM_SIZE = "1g"
+STOP_GRACE_SECONDS = 5
+LABEL_GATE = "org.repro-gate.gate"
+LABEL_RUN = "org.repro-gate.run"
+CONTAINER_ID = re.compile(r"/containers/([0-9a-f]{64})/")
+
+
+@dataclass
+class ContainerSettings:
+    """The container part of the configuration, with defaults filled in."""
+
+    image: str
+    gpus: str | int | list[str] = "none"
+    network: str = "none"
+    user: str | None = None  # None: the workspace owner, or nobody when that is root
+    memory: str | None = None
+    pids: int = DEFAULT_PIDS_LIMIT
+    keep: bool = False
+    env_allow: list[str] = field(default_factory=list)
+    gate: str = "repro-gate"
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> ContainerSettings:
+        """Read `image`, `gpus`, `network` and the `container` section of a configuration."""
+        container = config.get("container") or {}
+        return cls(
+            image=config["image"],
+            gpus=config.get("gpus", "none"),
+            network=config.get("network", "none"),
+            user=container.get("user"),
+            memory=container.get("memory"),
+            pids=container.get("pids", DEFAULT_PIDS_LIMIT),
+            keep=container.get("keep", False),
+            env_allow=list(container.get("env_allow", [])),
+            gate=config.get("name", "repro-gate"),
+        )
+
+
+def device_requests(gpus: str | int | list[str]) -> list[docker.types.DeviceRequest]:
+    """The `--gpus` equivalent: 'all', a count, device IDs/UUIDs, or 'none'/0 for no GPU."""
+    if gpus == "all":
+        return [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
+    if isinstance(gpus, list):
+        return [docker.types.DeviceRequest(device_ids=list(gpus), capabilities=[["gpu"]])]
+    if isinstance(gpus, int) and gpus > 0:
+        return [docker.types.DeviceRequest(count=gpus, capabilities=[["gpu"]])]
+    return []
+
+
+def connect() -> docker.DockerClient:
+    """A client for the daemon named by DOCKER_HOST (default: the local socket)."""
+    try:
+        client = docker.from_env()
+        client.ping()
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
+        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        raise GateError(
+            f"cannot reach the Docker daemon at {where}: {_first_line(error)}", kind="docker"
+        ) from None
+    return client
+
+
+def resolve_image(client: docker.DockerClient, reference: str) -> docker.models.images.Image:
+    """The image for `reference`: the local one when present, else pulled (by digest if pinned)."""
+    try:
+        return client.images.get(reference)
+    except docker.errors.ImageNotFound:
+        pass
+    except docker.errors.APIError as error:
+        raise GateError(
+            f"cannot inspect image {reference}: {_explain(error)}", kind="docker"
+        ) from None
+    try:
+        return client.images.pull(reference)
+    except (docker.errors.APIError, docker.errors.DockerException) as error:
+        raise GateError(
+            f"image {reference} not found locally and could not be pulled: {_explain(error)}",
+            kind="image_not_found",
+        ) from None
+
+
+def image_record(reference: str, image: docker.models.images.Image) -> dict[str, object]:
+    """What the manifest records about the image: the reference, its ID and its repo digests."""
+    return {
+        "reference": reference,
+        "id": image.id,
+        "repo_digests": list(image.attrs.get("RepoDigests") or []),
+    }
+
+
+class PathTranslator:
+    """Maps paths the gate sees to paths on the daemon's host.
+
+    Outside a container they are the same. Inside one, a path is mapped through the longest
+    mount destination that contains it; a path under no mount has no host path.
+    """
+
+    def __init__(self, mounts: list[tuple[str, str]] | None) -> None:
+        # (destination in the gate's container, source on the host), longest first
+        self.mounts = None if mounts is None else sorted(mounts, key=lambda m: -len(m[0]))
+
+    def host_path(self, path: Path) -> str | None:
+        """The host path of `path`, or None when it is not on any mount."""
+        if self.mounts is None:
+            return str(path)
+        for destination, source in self.mounts:
+            try:
+                rest = PurePosixPath(path).relative_to(destination)
+            except ValueError:
+                continue
+            return str(PurePosixPath(source) / rest) if str(rest) != "." else source
+        return None
+
+    @classmethod
+    def for_this_process(cls, client: docker.DockerClient) -> PathTranslator:
+        """The translator for wherever the gate runs: on the host, or in a container."""
+        container_id = own_container_id()
+        if container_id is None:
+            return cls(None)
+        try:
+            attrs = client.containers.get(container_id).attrs
+        except docker.errors.NotFound:
+            return cls(None)  # a container of another daemon: paths are shared as they are
+        except docker.errors.APIError as error:
+            raise GateError(
+                f"cannot inspect the gate's own container {container_id[:12]}: {_explain(error)}",
+                kind="docker",
+            ) from None
+        mounts = [
+            (m["Destination"], m["Source"]) for m in attrs.get("Mounts", []) if m.get("Source")
+        ]
+        return cls(mounts)
+
+
+def own_container_id(mountinfo: Path = Path("/proc/self/mountinfo")) -> str | None:
+    """The ID of the Docker container this process runs in, or None on a host."""
+    try:
+        text = mountinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    # Docker bind-mounts /etc/hostname, /etc/hosts and /etc/resolv.conf from the container's dir.
+    for line in text.splitlines():
+        found = CONTAINER_ID.search(line)
+        if found:
+            return found.group(1)
+    if Path("/.dockerenv").exists():
+        return socket.gethostname()  # Docker's default hostname is the short container ID
+    return None
+
+
+def default_user(workdir: Path) -> str:
+    """The workspace owner (so the runner can clean up what the training wrote); nobody for root."""
+    try:
+        info = workdir.stat()
+    except OSError:
+        return NOBODY
+    return NOBODY if info.st_uid == 0 else f"{info.st_uid}:{info.st_gid}"
+
+
+def make_writable_for(directory: Path, user: str) -> None:
+    """Give the run directory to the training's user (or open it up when we may not chown)."""
+    uid_text, _, gid_text = user.partition(":")
+    try:
+        uid, gid = int(uid_text), int(gid_text or uid_text)
+    except ValueError:  # a user name: only the image knows its uid
+        directory.chmod(0o777)
+        return
+    try:
+        os.chown(directory, uid, gid)
+    except PermissionError:
+        directory.chmod(0o777)
+
+
+class DockerLauncher:
+    """Starts each run as a sibling container in the configured image."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        settings: ContainerSettings,
+        client: docker.DockerClient,
+        translator: PathTranslator,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.translator = translator
+        self.environ = os.environ if environ is None else environ
+        self._image: docker.models.images.Image | None = None
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> DockerLauncher:
+        """Connect to the daemon and find out where the gate runs; the image is resolved lazily."""
+        settings = ContainerSettings.from_config(config)
+        client = connect()
+        return cls(settings, client, PathTranslator.for_this_process(client))
+
+    def python_executable(self) -> str:
+        """The image's own interpreter, found on its PATH."""
+        return "python"
+
+    def image(self) -> docker.models.images.Image:
+        """The training image, resolved (and pulled if needed) once per gate run."""
+        if self._image is None:
+            self._image = resolve_image(self.client, self.settings.image)
+        return self._image
+
+    def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
+        """Create the container, stream its output, wait for it or the timeout, remove it."""
+        image = self.image()
+        user = self.settings.user or default_user(spec.workdir)
+        spec.run_dir.mkdir(parents=True, exist_ok=True)
+        make_writable_for(spec.run_dir, user)
+        staging = spec.run_dir.parent / f".{spec.run_dir.name}.python-path"
+        mounts, container_python_path = self._mounts(spec, staging)
+        argv = [self._container_argv_item(a, spec, container_python_path) for a in spec.argv]
+        environment = self._environment(spec, image, container_python_path)
+        name = f"repro-gate-{spec.name.lower()}-{uuid.uuid4().hex[:12]}"
+        started = time.monotonic()
+        try:
+            container = self.client.containers.create(
+                image.id,
+                argv,
+                name=name,
+                working_dir=str(spec.workdir),
+                environment=environment,
+                mounts=mounts,
+                user=user,
+                network_mode=self.settings.network,
+                read_only=True,
+                tmpfs={"/tmp": "rw,exec,nosuid,nodev,mode=1777"},
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges:true"],
+                pids_limit=self.settings.pids,
+                mem_limit=self.settings.memory,
+                shm_size=DEFAULT_SHM_SIZE,
+                device_requests=device_requests(self.settings.gpus),
+                labels={LABEL_GATE: self.settings.gate, LABEL_RUN: spec.name},
+                # tini as PID 1: signals reach the training, orphans (DataLoader workers) are reaped.
+                init=True,
+                stdin_open=False,
+                tty=False,
+            )
+        except docker.errors.APIError as error:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise GateError(
+                f"cannot create the container for run {spec.name}: {_explain(error)}",
+                kind="docker",
+            ) from None
+        try:
+            exit_code, timed_out = self._start_and_wait(container, spec, sink)
+            state = _inspect_state(container)
+        finally:
+            if not self.settings.keep:
+                _remove(container)
+                shutil.rmtree(staging, ignore_errors=True)
+        record = image_record(self.settings.image, image)
+        return RunOutcome(
+            exit_code=exit_code,
+            wall_seconds=time.monotonic() - started,
+            timed_out=timed_out,
+            # The manifest keeps `container` in the run's entry: the image goes there too.
+            details={
+                "image": record,
+                "container": {
+                    "image": record,
+                    "id": container.id,
+                    "name": name,
+                    "user": user,
+                    "network": self.settings.network,
+                    "oom_killed": bool(state.get("OOMKilled")),
+                    "kept": self.settings.keep,
+                },
+            },
+        )
+
+    def _start_and_wait(
+        self, container: Any, spec: RunSpec, sink: LineSink
+    ) -> tuple[int | None, bool]:
+        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with spec.log_path.open("wb") as log:
+            try:
+                container.start()
+            except docker.errors.APIError as error:
+                hint = ""
+                if "could not select device driver" in _explain(error):
+                    hint = (
+                        f" (gpus: {self.settings.gpus}): the Docker host has no GPU support;"
+                        " install the NVIDIA Container Toolkit there, or set gpus: none"
+                    )
+                raise GateError(
+                    f"cannot start the container for run {spec.name}: {_explain(error)}{hint}",
+                    kind="docker",
+                ) from None
+            pump = threading.Thread(target=_pump_logs, args=(container, log, sink), daemon=True)
+            pump.start()
+            timed_out = False
+            exit_code: int | None = None
+            try:
+                result = container.wait(timeout=spec.timeout)
+                exit_code = int(result.get("StatusCode", -1))
+            except requests.exceptions.RequestException:  # the read timed out: the run did
+                timed_out = True
+                _kill(container)
+            pump.join(timeout=10)
+        return exit_code, timed_out
+
+    def _mounts(
+        self, spec: RunSpec, staging: Path
+    ) -> tuple[list[docker.types.Mount], list[str]]:
+        mounts = [
+            self._bind(spec.workdir, str(spec.workdir), read_only=True),
+            self._bind(spec.run_dir, str(spec.run_dir), read_only=False),
+        ]
+        if spec.reference_trajectory is not None:
+            path = spec.reference_trajectory
+            mounts.append(self._bind(path, str(path), read_only=True))
+        container_paths = []
+        for index, directory in enumerate(spec.python_path):
+            target = str(CONTAINER_PYTHON_PATH / str(index))
+            source = directory
+            if self.translator.host_path(directory) is None:
+                # Inside the gate's image (the probe): copy it where the host can see it.
+                source = staging / str(index)
+                shutil.rmtree(source, ignore_errors=True)
+                shutil.copytree(directory, source, ignore=shutil.ignore_patterns("__pycache__"))
+            mounts.append(self._bind(source, target, read_only=True))
+            container_paths.append(target)
+        return mounts, container_paths
+
+    def _bind(self, path: Path, target: str, read_only: bool) -> docker.types.Mount:
+        source = self.translator.host_path(path)
+        if source is None:
+            raise GateError(
+                f"{path} is not on a volume the Docker host can see; keep the workspace and"
+                " output_dir under the mounted workspace",
+                kind="docker",
+            )
+        return docker.types.Mount(target, source, type="bind", read_only=read_only)
+
+    def _container_argv_item(self, item: str, spec: RunSpec, python_path: list[str]) -> str:
+        # An argument naming a file in a probe directory (the embedded reference training)
+        # must name it where that directory is mounted.
+        for directory, target in zip(spec.python_path, python_path, strict=True):
+            try:
+                rest = Path(item).relative_to(directory)
+            except ValueError:
+                continue
+            return str(PurePosixPath(target) / rest)
+        return item
+
+    def _environment(
+        self, spec: RunSpec, image: Any, python_path: list[str]
+    ) -> dict[str, str]:
+        # An allow-list: nothing of the gate's own environment (GITHUB_TOKEN, ACTIONS_*...)
+        # reaches the training unless the configuration names it.
+        env = {name: self.environ[name] for name in self.settings.env_allow if name in self.environ}
+        env.update(spec.env)
+        env[ENV_RUN_DIR] = str(spec.run_dir)
+        image_pythonpath = _image_env(image).get("PYTHONPATH")
+        env["PYTHONPATH"] = os.pathsep.join([*python_path, *filter(None, [image_pythonpath])])
+        if spec.reference_trajectory is not None:
+            env[ENV_REFERENCE_TRAJECTORY] = str(spec.reference_trajectory)
+        env["PYTHONUNBUFFERED"] = "1"
+        env.setdefault("HOME", "/tmp")  # the root filesystem is read-only; /tmp is the tmpfs
+        return env
+
+
+def _image_env(image: Any) -> dict[str, str]:
+    pairs = (image.attrs.get("Config") or {}).get("Env") or []
+    return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+
+
+def _pump_logs(container: Any, log: Any, sink: LineSink) -> None:
+    pending = b""
+    try:
+        for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
+            log.write(chunk)
+            log.flush()
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for raw in lines:
+                sink(raw.decode("utf-8", errors="replace").rstrip("\r"))
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        pass  # the container went away; what was read is in the log
+    if pending:
+        sink(pending.decode("utf-8", errors="replace").rstrip("\r"))
+
+
+def _kill(container: Any) -> None:
+    try:
+        container.stop(timeout=STOP_GRACE_SECONDS)
+    except (docker.errors.APIError, requests.exceptions.RequestException):
+        with contextlib.suppress(docker.errors.APIError):
+            container.kill()
+
+
+def _inspect_state(container: Any) -> dict[str, Any]:
+    try:
+        container.reload()
+    except docker.errors.APIError:
+        return {}
+    return container.attrs.get("State") or {}
+
+
+def _remove(container: Any) -> None:
+    try:
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as error:
+        if "already in progress" not in _explain(error):
+            raise
+
+
+def _explain(error: Exception) -> str:
+    explanation = getattr(error, "explanation", None)
+    return _first_line(explanation or error)
+
+
+def _first_line(value: object) -> str:
+    text = str(value).strip()
+    return text.splitlines()[0] if text else type(value).__name__

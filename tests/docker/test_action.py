@@ -1,0 +1,201 @@
+"""The action end to end: its image built from the Dockerfile, run the way the GitHub runner runs
+a Docker action, starting the training as sibling containers through the Docker socket."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import docker
+import pytest
+import yaml
+from conftest import GateContainers, PinnedImage
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+ACTION_IMAGE = "repro-gate-test/action"
+TOKEN = "ghs_0123456789abcdefSECRET"
+
+# Deterministic "training": writes a metrics file into the run directory, and what it could see.
+TRAIN = """\
+import json, os
+run_dir = os.environ["REPRO_GATE_RUN_DIR"]
+seen = {
+    "uid": os.getuid(),
+    "tokens": sorted(k for k in os.environ if "TOKEN" in k),
+    "secret_in_env": any("SECRET" in v for v in os.environ.values()),
+}
+json.dump(seen, open(os.path.join(run_dir, "seen.json"), "w"))
+json.dump({"loss": 0.125, "steps": 3}, open(os.path.join(run_dir, "metrics.json"), "w"))
+print("::set-output name=verdict::forged")
+print("trained")
+"""
+
+
+@pytest.fixture(scope="module")
+def action_image(docker_client: docker.DockerClient, python_image: PinnedImage) -> str:
+    """The action image from the repository's Dockerfile, on a locally built Python base."""
+    image, _ = docker_client.images.build(
+        path=str(REPOSITORY_ROOT),
+        buildargs={"BASE_IMAGE": python_image.tag},
+        tag=f"{ACTION_IMAGE}:latest",
+        rm=True,
+        forcerm=True,
+    )
+    return image.id
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    """Parse a GITHUB_OUTPUT file written with heredoc delimiters."""
+    outputs: dict[str, str] = {}
+    lines = path.read_text().splitlines()
+    index = 0
+    while index < len(lines):
+        name, _, delimiter = lines[index].partition("<<")
+        end = lines.index(delimiter, index + 1)
+        outputs[name] = "\n".join(lines[index + 1 : end])
+        index = end + 1
+    return outputs
+
+
+def test_action_runs_the_gate_in_sibling_containers(
+    docker_client: docker.DockerClient,
+    action_image: str,
+    python_image: PinnedImage,
+    gate_containers: GateContainers,
+    workspace: Path,
+    tmp_path: Path,
+) -> None:
+    (workspace / "train.py").write_text(TRAIN)
+    config = {"name": gate_containers.gate, "container": {"keep": True}, "cost": {"enabled": False}}
+    (workspace / ".repro-gate.yml").write_text(yaml.safe_dump(config))
+    file_commands = tmp_path / "file_commands"
+    home, workflow = tmp_path / "home", tmp_path / "workflow"
+    for directory in (file_commands, home, workflow):
+        directory.mkdir()
+    (workflow / "event.json").write_text("{}")
+    environment = {
+        "INPUT_IMAGE": python_image.reference,
+        "INPUT_COMMAND": "python train.py",
+        "INPUT_ARTIFACTS": "metrics.json",
+        "INPUT_GPUS": "none",
+        "INPUT_TIMEOUT": "120",
+        "INPUT_GITHUB-TOKEN": TOKEN,
+        "INPUT_CONFIG": "",
+        "GITHUB_TOKEN": TOKEN,
+        "ACTIONS_RUNTIME_TOKEN": "runtime-SECRET",
+        "GITHUB_ACTIONS": "true",
+        "CI": "true",
+        "HOME": "/github/home",
+        "GITHUB_WORKSPACE": "/github/workspace",
+        "GITHUB_EVENT_NAME": "push",
+        "GITHUB_EVENT_PATH": "/github/workflow/event.json",
+        "GITHUB_OUTPUT": "/github/file_commands/set_output_1",
+        "GITHUB_STEP_SUMMARY": "/github/file_commands/step_summary_1",
+        "GITHUB_REPOSITORY": "example-org/example",
+    }
+    volumes = {
+        "/var/run/docker.sock": {"bind": "/var/run/docker.sock", "mode": "rw"},
+        str(home): {"bind": "/github/home", "mode": "rw"},
+        str(workflow): {"bind": "/github/workflow", "mode": "rw"},
+        str(file_commands): {"bind": "/github/file_commands", "mode": "rw"},
+        str(workspace): {"bind": "/github/workspace", "mode": "rw"},
+    }
+    action = docker_client.containers.run(
+        action_image,
+        working_dir="/github/workspace",
+        environment=environment,
+        volumes=volumes,
+        detach=True,
+    )
+    try:
+        exit_code = action.wait(timeout=240)["StatusCode"]
+        log = action.logs().decode()
+    finally:
+        action.remove(force=True)
+
+    assert exit_code == 0, log
+    outputs = read_outputs(file_commands / "set_output_1")
+    assert outputs["verdict"] == "pass"
+    assert outputs["manifest-path"] == "/github/workspace/repro-gate-out/manifest.json"
+    assert outputs["first-divergent-step"] == ""
+    summary = (file_commands / "step_summary_1").read_text()
+    assert summary.splitlines()[0].startswith(f"### ✅ {gate_containers.gate}:")
+    assert "**Verdict:** pass" in summary
+
+    # Workflow commands: the token masked, each run folded, the training's own commands inert.
+    lines = log.splitlines()
+    assert f"::add-mask::{TOKEN}" in lines
+    assert "::group::repro-gate run A" in lines and "::group::repro-gate run B" in lines
+    forged = lines.index("[A] ::set-output name=verdict::forged")
+    assert any(line.startswith("::stop-commands::") for line in lines[:forged])
+    assert TOKEN not in "\n".join(line for line in lines if not line.startswith("::add-mask::"))
+
+    manifest = json.loads((workspace / "repro-gate-out" / "manifest.json").read_text())
+    assert outputs["config-hash"] == manifest.get("config_hash", "")
+    assert [run["name"] for run in manifest["runs"]] == ["A", "B"]
+    for run in manifest["runs"]:
+        assert run["launcher"] == "docker"
+        assert run["container"]["image"]["id"] == python_image.image_id
+        assert python_image.repo_digest in run["container"]["image"]["repo_digests"]
+        seen = json.loads((workspace / "repro-gate-out" / "runs" / run["name"] / "seen.json")
+                          .read_text())
+        assert seen == {"uid": 65534, "tokens": [], "secret_in_env": False}
+
+    # The sibling containers: the user's image, isolated, bind mounts translated to host paths.
+    siblings = gate_containers.list()
+    assert len(siblings) == 2
+    for sibling in siblings:
+        attrs = sibling.attrs
+        assert attrs["Image"] == python_image.image_id
+        assert attrs["State"]["ExitCode"] == 0
+        assert attrs["HostConfig"]["NetworkMode"] == "none"
+        assert attrs["HostConfig"]["ReadonlyRootfs"] is True
+        assert attrs["Config"]["User"] == "65534:65534"
+        mounts = {m["Destination"]: m for m in attrs["Mounts"]}
+        assert mounts["/github/workspace"]["Source"] == str(workspace)
+        assert mounts["/github/workspace"]["RW"] is False
+        run_name = attrs["Config"]["Labels"]["org.repro-gate.run"]
+        run_mount = mounts[f"/github/workspace/repro-gate-out/runs/{run_name}"]
+        assert run_mount["Source"] == str(workspace / "repro-gate-out" / "runs" / run_name)
+        assert run_mount["RW"] is True
+        assert "/repro-gate/python-path/0" in mounts
+
+
+def test_bad_input_gives_error_outputs_without_running(
+    docker_client: docker.DockerClient,
+    action_image: str,
+    gate_containers: GateContainers,
+    workspace: Path,
+    tmp_path: Path,
+) -> None:
+    file_commands = tmp_path / "file_commands"
+    file_commands.mkdir()
+    environment = {
+        "INPUT_RUNS": "two",
+        "INPUT_NAME": gate_containers.gate,
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": "/github/workspace",
+        "GITHUB_OUTPUT": "/github/file_commands/set_output_2",
+        "GITHUB_STEP_SUMMARY": "/github/file_commands/step_summary_2",
+    }
+    volumes = {
+        str(file_commands): {"bind": "/github/file_commands", "mode": "rw"},
+        str(workspace): {"bind": "/github/workspace", "mode": "rw"},
+    }
+    action = docker_client.containers.run(
+        action_image, working_dir="/github/workspace", environment=environment, volumes=volumes,
+        detach=True,
+    )
+    try:
+        exit_code = action.wait(timeout=60)["StatusCode"]
+        log = action.logs().decode()
+    finally:
+        action.remove(force=True)
+
+    assert exit_code == 2
+    assert "::error title=repro-gate::input runs: must be a number, got 'two'" in log.splitlines()
+    assert read_outputs(file_commands / "set_output_2")["verdict"] == "error"
+    assert "**Verdict:** error" in (file_commands / "step_summary_2").read_text()
+    assert gate_containers.list() == []

@@ -119,3 +119,14 @@ def test_tolerance_turns_a_small_difference_into_a_pass(project: Path) -> None:
     (artifact,) = manifest["comparison"]["artifacts"]
     assert artifact["status"] == "within_tolerance"
     assert artifact["tolerance"] == {"atol": 0.01, "rtol": 0.0}
+
+
+def test_noise_floor_compares_two_default_mode_runs(project: Path) -> None:
+    # Unseeded, the default-mode runs start from different weights: they differ from step 1.
+    noisy = check(project, "--noise-floor", *script("unseeded.py")).manifest
+    assert [r["name"] for r in noisy["runs"]] == ["A", "B", "default", "default2"]
+    assert noisy["noise_floor"] == {"first_divergent_step": 1, "steps_compared": 1,
+                                    "runs": ["default", "default2"]}
+    quiet = check(project, "--noise-floor", *script("deterministic.py")).manifest
+    assert quiet["noise_floor"] == {"first_divergent_step": None, "steps_compared": 6,
+                                    "runs": ["default", "default2"]}

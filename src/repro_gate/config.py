@@ -21,7 +21,7 @@ DEFAULTS: dict[str, Any] = {
     "tolerance": "bitwise",
     "env": {},
     "determinism": "warn",
-    "cost": {"enabled": True, "steps": 0, "warmup": 3},
+    "cost": {"enabled": True, "steps": 0, "warmup": 3, "noise_floor": False},
     "fail_fast": True,
     "device": "auto",
     "reference": {"steps": 30, "batch_size": 32, "width": 32},

@@ -43,6 +43,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                       help="stop the default-mode run after N optimizer steps (0: run to the end)")
     cost.add_argument("--cost-warmup", type=int, metavar="N",
                       help="steps left out of the step-time medians (default 3)")
+    cost.add_argument("--noise-floor", action=argparse.BooleanOptionalAction, default=None,
+                      help="a second default-mode run, compared with the first (default off)")
     reference = parser.add_argument_group("embedded reference training (no command configured)")
     reference.add_argument("--device", choices=["auto", "cpu", "cuda"], help="device")
     reference.add_argument("--steps", type=int, help="optimizer steps (default 30)")
@@ -104,6 +106,7 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     put("enabled", args.cost_enabled, "cost")
     put("steps", args.cost_steps, "cost")
     put("warmup", args.cost_warmup, "cost")
+    put("noise_floor", args.noise_floor, "cost")
     put("steps", args.steps, "reference")
     put("batch_size", args.batch_size, "reference")
     put("width", args.width, "reference")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate import __version__, artifacts, fingerprint, manifest, runs, verdict
+from repro_gate.compare.trajectory import compare_trajectories
 from repro_gate.comparison import check_something_compared, compare_runs, empty_comparison
 from repro_gate.cost import cost_of_determinism
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
@@ -162,9 +163,9 @@ def execute_runs(
         if state.strict_stop or record.stopped == "divergence":
             return
     cost = config["cost"]
-    if cost["enabled"]:
-        spec = runs.build_spec(config, launcher, runs.DEFAULT_RUN_NAME, "default",
-                               max_steps=cost["steps"])
+    default_runs = 2 if cost["noise_floor"] else 1
+    for name in runs.DEFAULT_RUN_NAMES[:default_runs] if cost["enabled"] else ():
+        spec = runs.build_spec(config, launcher, name, "default", max_steps=cost["steps"])
         record = _execute(config, launcher, spec, sources_workdir, sink_for)
         state.records.append(record)
         _check_run(record, state)
@@ -252,6 +253,21 @@ def measure_cost(config: dict[str, Any], records: list[runs.RunRecord]) -> dict[
     ))
 
 
+def noise_floor(records: list[runs.RunRecord]) -> dict[str, Any] | None:
+    """How two default-mode runs differ: the nondeterminism that determinism removes."""
+    default = [r for r in records if r.mode == "default" and r.ended_cleanly]
+    if len(default) < 2:
+        return None
+    pair = (default[0].name, default[1].name)
+    trajectory = compare_trajectories(default[0].trajectory, default[1].trajectory, pair)
+    divergence = trajectory["first_divergence"]
+    return {
+        "first_divergent_step": divergence["step"] if divergence else None,
+        "steps_compared": trajectory["steps_compared"],
+        "runs": list(pair),
+    }
+
+
 def assemble(
     config: dict[str, Any],
     state: _State,
@@ -285,6 +301,7 @@ def assemble(
         "comparison": comparison,
         "nondeterministic_ops": ops,
         "cost": measure_cost(config, state.records) if config["cost"]["enabled"] else None,
+        "noise_floor": noise_floor(state.records),
     }
     document.update(sections)
     return document

@@ -15,7 +15,7 @@ from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
 REFERENCE_DIR = Path(__file__).parent / "reference"
 REFERENCE_MODULE = "repro_gate_reference"
 CUBLAS_WORKSPACE_CONFIG = ":4096:8"
-DEFAULT_RUN_NAME = "default"
+DEFAULT_RUN_NAMES = ("default", "default2")  # the cost run, then the noise-floor run
 
 
 @dataclass

@@ -277,7 +277,7 @@ class DockerLauncher:
                 shm_size=DEFAULT_SHM_SIZE,
                 device_requests=device_requests(self.settings.gpus),
                 labels={LABEL_GATE: self.settings.gate, LABEL_RUN: spec.name},
-                # tini as PID 1: signals reach the training, orphans (DataLoader workers) are reaped.
+                # tini as PID 1: signals reach the training, orphaned workers are reaped.
                 init=True,
                 stdin_open=False,
                 tty=False,

@@ -24,6 +24,7 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
     lines += comparison_lines(manifest["comparison"])
     lines += _ops(manifest)
     lines += _cost(manifest)
+    lines += _noise_floor(manifest)
     lines += _environment_diff(manifest)
     lines += _checklist(manifest)
     if manifest_path:
@@ -102,6 +103,17 @@ def _cost(manifest: dict[str, Any]) -> list[str]:
         detail = (f"whole run {cost['det_wall_seconds']:.1f} s deterministic vs"
                   f" {cost['default_wall_seconds']:.1f} s default")
     return [f"  cost of determinism: {cost['pct']:+.1f}% ({detail})"]
+
+
+def _noise_floor(manifest: dict[str, Any]) -> list[str]:
+    floor = manifest.get("noise_floor")
+    if not floor:
+        return []
+    if floor["first_divergent_step"] is None:
+        return [f"  noise floor: the {floor['steps_compared']} steps of two default-mode runs"
+                " were identical"]
+    return [f"  noise floor: default-mode runs diverge at step {floor['first_divergent_step']}"
+            " (the nondeterminism that determinism removes)"]
 
 
 def _environment_diff(manifest: dict[str, Any]) -> list[str]:

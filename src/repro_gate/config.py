@@ -29,18 +29,6 @@ DEFAULTS: dict[str, Any] = {
     "data": [],
 }
 
-# Checkpoint and metric files a training typically writes; collected when `artifacts` is not set.
-DEFAULT_ARTIFACT_GLOBS = [
-    "**/*.pt",
-    "**/*.pth",
-    "**/*.ckpt",
-    "**/*.safetensors",
-    "**/*.bin",
-    "**/*.json",
-    "**/*.yaml",
-    "**/*.yml",
-]
-
 
 def find_config_file(directory: Path) -> Path | None:
     """The `.repro-gate.yml` in `directory`, or None."""
@@ -104,12 +92,7 @@ def resolve(
     config_path: Path | None,
 ) -> dict[str, Any]:
     """Fill defaults, split a string command, and make paths absolute."""
-    effective = copy.deepcopy(DEFAULTS)
-    for key, value in config.items():
-        if isinstance(value, dict) and isinstance(effective.get(key), dict):
-            effective[key] = {**effective[key], **value}
-        else:
-            effective[key] = value
+    effective = _merge(DEFAULTS, config)
 
     def absolute(key: str, value: str) -> str:
         root = base_dir if key in file_keys else cwd

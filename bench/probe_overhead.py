@@ -1,8 +1,10 @@
 """Per-step cost of the repro-gate probe on a model of more than 10M parameters.
 
-Runs the same training in fresh processes without and with the probe (default mode: it only
-observes), interleaved, several times, and prints the medians of the mean step times as JSON.
-Usage: python bench/probe_overhead.py [--repeats 3] [--steps 10] [--batch-size 256]
+Runs the same training (a 10.5M-parameter MLP, Adam, batch 256 by default) in fresh processes
+without and with the probe (default mode: it only observes), interleaved, several times, and
+prints as JSON the medians of the mean step times, the digest's own time per step (measured in
+the worker after training, on the trained parameters) and the machine's load average.
+Usage: python bench/probe_overhead.py [--repeats 5] [--steps 20] [--batch-size 256]
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ INJECT_DIR = Path(__file__).resolve().parents[1] / "src" / "repro_gate" / "probe
 WARMUP_STEPS = 3
 WIDTH = 1024
 HIDDEN = 4608
+MODEL = f"MLP {WIDTH}-{HIDDEN}-{WIDTH}-{WIDTH}-1 (Linear+ReLU), fp32, Adam lr 1e-4, MSE loss"
 
 
 def worker(steps: int, batch_size: int) -> None:
@@ -61,7 +64,16 @@ def worker(steps: int, batch_size: int) -> None:
     for _ in range(steps):
         digest_tensors(tensors)
     digest_seconds = (time.perf_counter() - started) / steps
-    print(json.dumps({"params": params, "step_seconds": step_seconds, "digest": digest_seconds}))
+    print(
+        json.dumps(
+            {
+                "params": params,
+                "step_seconds": step_seconds,
+                "digest": digest_seconds,
+                "threads": torch.get_num_threads(),
+            }
+        )
+    )
 
 
 def measure(with_probe: bool, steps: int, batch_size: int, run_dir: str) -> dict[str, float]:
@@ -99,24 +111,40 @@ def main() -> int:
     on: list[float] = []
     digest: list[float] = []
     params = 0
+    threads = 0
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as run_dir:
         for _ in range(args.repeats):
             for with_probe, times in ((False, off), (True, on)):
                 result = measure(with_probe, args.steps, args.batch_size, run_dir)
                 params = int(result["params"])
+                threads = int(result["threads"])
                 times.append(result["step_seconds"])
                 digest.append(result["digest"])
     step_off, step_on = statistics.median(off), statistics.median(on)
     print(
         json.dumps(
             {
+                "model": MODEL,
                 "params": params,
+                "batch_size": args.batch_size,
+                "steps_per_run": args.steps,
+                "repeats": args.repeats,
+                "torch_threads": threads,
                 "step_seconds_off": round(step_off, 6),
                 "step_seconds_on": round(step_on, 6),
                 "overhead_pct": round(100 * (step_on - step_off) / step_off, 2),
+                # Each on-run against the off-run just before it: robust to drifting load.
+                "overhead_pct_paired_median": round(
+                    100 * statistics.median(b / a - 1 for a, b in zip(off, on, strict=True)), 2
+                ),
+                "step_seconds_off_runs": [round(t, 4) for t in off],
+                "step_seconds_on_runs": [round(t, 4) for t in on],
                 "digest_seconds": round(statistics.median(digest), 6),
                 "digest_pct": round(100 * statistics.median(digest) / step_off, 2),
                 "target_pct": 1.0,
+                "load_average_before": [round(load, 2) for load in load_before],
+                "load_average_after": [round(load, 2) for load in os.getloadavg()],
             }
         )
     )

@@ -230,3 +230,73 @@ def test_reference_training_writes_a_checkpoint_and_metrics(tmp_path: Path) -> N
     steps = read_trajectory(tmp_path)
     assert len(steps) == 4
     assert steps[-1]["loss"] == float.hex(metrics["final_loss"])
+
+
+def test_parameter_digest_follows_its_documented_formula_and_guarantees() -> None:
+    torch = pytest.importorskip("torch")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("digest", INJECT_DIR / "_repro_gate_digest.py")
+    assert spec is not None and spec.loader is not None
+    digest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(digest)
+    mask = (1 << 64) - 1
+
+    def signed(value: int, bits: int) -> int:
+        value &= (1 << bits) - 1
+        return value - (1 << bits) if value >= 1 << (bits - 1) else value
+
+    def splitmix64(value: int) -> int:
+        value &= mask
+        value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & mask
+        return value ^ (value >> 31)
+
+    def expected(tensor) -> str:  # the formula in the module docstring, in Python integers
+        width = tensor.element_size()
+        ints = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[width]
+        values = tensor.contiguous().reshape(-1).view(ints).tolist()
+        total = 0
+        for row, start in enumerate(range(0, len(values), 256)):
+            row_values = values[start : start + 256]
+            row_sum = signed(sum((2 * c + 1) * x for c, x in enumerate(row_values)), 8 * width)
+            total += 0x9E3779B97F4A7C15 * (2 * row + 1) * row_sum
+        salt = tensor.numel() * 0x9E3779B97F4A7C15 + width
+        return f"{splitmix64(signed(total, 64) + salt):016x}"
+
+    generator = torch.Generator().manual_seed(7)
+    tensors = [
+        torch.randn(3, 700, generator=generator),  # float32, a partial last row
+        torch.randn(1000, generator=generator).to(torch.bfloat16),
+        torch.randn(600, generator=generator, dtype=torch.float64),
+        torch.randint(-128, 128, (900,), generator=generator, dtype=torch.int8),
+        torch.randn(40, 30, generator=generator).t(),  # not contiguous
+        torch.randn(5, generator=generator),  # shorter than one row
+    ]
+    assert digest.digest_tensors(tensors) == [expected(t) for t in tensors]
+
+    # The path taken on accelerators (multiply and row sum) gives the same row sums as the
+    # matrix product used on CPU, wrapping included.
+    for dtype in (torch.int8, torch.int16, torch.int32, torch.int64):
+        info = torch.iinfo(dtype)
+        rows = torch.randint(info.min, info.max, (64, 256), generator=generator, dtype=dtype)
+        weights = digest._column_weights(rows.device, dtype)
+        assert torch.equal(
+            digest._row_sums_elementwise(rows, weights), digest._row_sums_matmul(rows, weights)
+        )
+
+    base = torch.randn(2048, generator=generator)
+    base[[1, 3]] = torch.tensor([1.5, -1.5])
+    variants = []
+    for first, second in ((300, 301), (5, 5 + 3 * 256), (7, 7 + 5 * 256 + 9), (1, 3)):
+        swapped = base.clone()  # same row, same column, neither, then x and -x in one row
+        swapped[[first, second]] = base[[second, first]]
+        variants.append(swapped)
+    changed = base.clone()
+    changed.view(torch.int32)[1234] ^= 1  # lowest mantissa bit of one element
+    variants.append(changed)
+    base_digest, *digests = digest.digest_tensors([base, *variants])
+    # All differ, except the documented blind spot: a value and its negation swapped in a row.
+    assert digests[3] == base_digest
+    del digests[3]
+    assert len({base_digest, *digests}) == len(digests) + 1

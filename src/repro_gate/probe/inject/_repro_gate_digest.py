@@ -1,10 +1,32 @@
 """64-bit digests of tensors' raw bits, computed on the tensor's device with integer arithmetic.
 
-Each element's bits are read as a signed integer of the same width, widened to int64, multiplied
-by an odd weight that depends on its position, and summed with wrapping int64 arithmetic.
-Integer sums do not depend on the order of the additions, so the digest is deterministic on any
-device. Multiplying by an odd number is a bijection modulo 2**64, so changing any bits of a single
-element always changes the digest.
+Each element's bits are read as a b-bit signed integer x (b = 8, 16, 32 or 64, the element width)
+and the flat tensor is laid out as rows of ROW_ELEMENTS = 256 columns (the last row padded with
+zeros). With column weights w_c = 2c + 1 and odd row weights v_r = M * (2r + 1) (M odd):
+
+    S_r = sum_c w_c * x[r, c]   (mod 2**b, read as a signed b-bit integer)
+    D   = sum_r v_r * S_r       (mod 2**64)
+
+and the digest is a fixed bijective mix of D, the element count and the element width.
+All arithmetic is modular integer arithmetic, so the result does not depend on the order of the
+additions and is the same on every device. Guarantees, for a tensor of fewer than 2**39 elements
+(fewer than 2**31 rows):
+
+- Changing the bits of any single element always changes the digest (w_c and v_r are odd, so each
+  step is a bijection in that element).
+- Swapping two elements with different bits in the same column (positions that differ by a
+  multiple of 256) always changes the digest for widths up to 32 bits; for 64-bit elements,
+  unless the two values agree in their low 33 bits.
+- Swapping two elements x, y in the same row at columns c, c' changes the digest if and only if
+  x != y (mod 2**(b - 1 - v)), where 2**v is the largest power of two dividing c - c' (v <= 7).
+  For float32, float16/bfloat16 and float64 this means: always when the two values differ
+  anywhere in their low 24, 8 or 56 bits; swapping a value with its exact negation (only the
+  sign bit differs) within a row is not detected.
+- Other swaps change the digest unless a specific linear relation modulo 2**64 holds between the
+  two values and their positions (it does not for almost all pairs); this is not guaranteed.
+
+On CPU the row sums are one integer matrix product (a single pass over the tensor's memory, on
+one thread); on other devices, where integer matmul is unavailable, a multiply and a row sum.
 """
 
 from __future__ import annotations
@@ -13,11 +35,12 @@ from typing import Any
 
 import torch
 
-# Elements are processed in chunks so that the cached weights and the int64 temporaries stay small.
-CHUNK_ELEMENTS = 1 << 22
+ROW_ELEMENTS = 256
 _MASK64 = (1 << 64) - 1
+_ROW_WEIGHT_MULTIPLIER = 0x9E3779B97F4A7C15
 _INT_BY_WIDTH = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-_weights_by_device: dict[torch.device, torch.Tensor] = {}
+_column_weights_cache: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
+_row_weights_cache: dict[torch.device, torch.Tensor] = {}
 
 
 def _signed64(value: int) -> int:
@@ -33,19 +56,33 @@ def _mix64(value: int) -> int:
     return value ^ (value >> 31)
 
 
-def _position_weights(device: torch.device) -> torch.Tensor:
-    """Odd, position-dependent int64 weights for one chunk, cached per device."""
-    weights = _weights_by_device.get(device)
+def _row_weights(device: torch.device, rows: int) -> torch.Tensor:
+    """v_r = M * (2r + 1) modulo 2**64 for at least `rows` rows; cached per device, grown."""
+    weights = _row_weights_cache.get(device)
+    if weights is None or weights.numel() < rows:
+        size = 1 << max(rows - 1, 1).bit_length()
+        weights = torch.arange(size, dtype=torch.int64, device=device) * 2 + 1
+        weights.mul_(_signed64(_ROW_WEIGHT_MULTIPLIER))
+        _row_weights_cache[device] = weights
+    return weights
+
+
+def _column_weights(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """w_c = 2c + 1 modulo 2**b, as b-bit signed integers; cached per device and width."""
+    key = (device, dtype)
+    weights = _column_weights_cache.get(key)
     if weights is None:
-        weights = torch.arange(CHUNK_ELEMENTS, dtype=torch.int64, device=device)
-        weights.mul_(_signed64(0x9E3779B97F4A7C15)).add_(_signed64(0x632BE59BD9B4E019))
-        weights.bitwise_xor_(weights >> 29).bitwise_or_(1)
-        _weights_by_device[device] = weights
+        bits = torch.iinfo(dtype).bits
+        odd = torch.arange(ROW_ELEMENTS, dtype=torch.int64) * 2 + 1
+        # Reduce modulo 2**b and read as signed so the cast to the narrow type is exact.
+        odd = ((odd + (1 << (bits - 1))) & ((1 << bits) - 1)) - (1 << (bits - 1))
+        weights = odd.to(dtype).to(device)
+        _column_weights_cache[key] = weights
     return weights
 
 
 def _as_integers(tensor: torch.Tensor) -> torch.Tensor:
-    """The tensor's raw bits as a flat tensor of same-width signed integers."""
+    """The raw bits as a flat tensor of same-width signed integers (no copy if contiguous)."""
     data = tensor.detach()
     if data.is_complex():
         data = torch.view_as_real(data)
@@ -53,18 +90,32 @@ def _as_integers(tensor: torch.Tensor) -> torch.Tensor:
     return flat.view(_INT_BY_WIDTH[flat.element_size()])
 
 
+def _row_sums_matmul(rows: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """S_r as int64, by an integer matrix product (wraps modulo 2**b; CPU only)."""
+    # On CPU this is faster than mv, and single-threaded, so it does not stall on a busy core.
+    return torch.mm(rows, weights.view(-1, 1)).view(-1).to(torch.int64)
+
+
+def _row_sums_elementwise(rows: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """S_r as int64, by a wrapping multiply and a row sum in the b-bit type (any device)."""
+    return torch.mul(rows, weights).sum(1, dtype=rows.dtype).to(torch.int64)
+
+
 def _device_sum(tensor: torch.Tensor) -> torch.Tensor:
-    """The wrapped int64 sum for one tensor, as a 0-dim tensor on its device (no host sync)."""
+    """D for one tensor, as a 0-dim int64 tensor on its device (no host sync)."""
     ints = _as_integers(tensor)
-    weights = _position_weights(ints.device)
-    total = torch.zeros((), dtype=torch.int64, device=ints.device)
-    for chunk_index, start in enumerate(range(0, ints.numel(), CHUNK_ELEMENTS)):
-        part = ints[start : start + CHUNK_ELEMENTS].to(torch.int64, copy=True)
-        part.mul_(weights[: part.numel()])
-        chunk_sum = part.sum()
-        if chunk_index:
-            chunk_sum = chunk_sum * _signed64((2 * chunk_index + 1) * 0xD6E8FEB86659FD93)
-        total += chunk_sum
+    device = ints.device
+    weights = _column_weights(device, ints.dtype)
+    row_sums = _row_sums_matmul if device.type == "cpu" else _row_sums_elementwise
+    full_rows, tail = divmod(ints.numel(), ROW_ELEMENTS)
+    row_weights = _row_weights(device, full_rows + 1)
+    total = torch.zeros((), dtype=torch.int64, device=device)
+    if full_rows:
+        matrix = ints[: full_rows * ROW_ELEMENTS].view(full_rows, ROW_ELEMENTS)
+        total += torch.mul(row_sums(matrix, weights), row_weights[:full_rows]).sum()
+    if tail:
+        last = ints[full_rows * ROW_ELEMENTS :].view(1, tail)
+        total += row_sums(last, weights[:tail])[0] * row_weights[full_rows]
     return total
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import random
 import statistics
 from typing import Any, TypedDict
+
+BOOTSTRAP_SAMPLES = 1000
+MIN_STEPS_FOR_INTERVAL = 5
 
 
 class Cost(TypedDict, total=False):
@@ -15,6 +19,7 @@ class Cost(TypedDict, total=False):
     default_wall_seconds: float | None
     warmup_steps: int
     steps_timed: int
+    ci95_pct: list[float] | None
     note: str
 
 
@@ -52,6 +57,7 @@ def cost_of_determinism(
             default_step_seconds=default,
             steps_timed=len(default_steps),
             pct=_pct(det, default),
+            ci95_pct=bootstrap_interval(det_steps, default_steps),
         )
         return cost
     cost.update(
@@ -63,6 +69,27 @@ def cost_of_determinism(
         note="no optimizer steps were seen, so whole-run wall times were compared",
     )
     return cost
+
+
+def bootstrap_interval(det_steps: list[float], default_steps: list[float]) -> list[float] | None:
+    """95% bootstrap interval of the cost %, resampling both sides' step times.
+
+    A fixed seed keeps the report itself reproducible; too few steps give None.
+    """
+    if min(len(det_steps), len(default_steps)) < MIN_STEPS_FOR_INTERVAL:
+        return None
+    rng = random.Random(0)
+    samples = []
+    for _ in range(BOOTSTRAP_SAMPLES):
+        det = statistics.median(rng.choices(det_steps, k=len(det_steps)))
+        default = statistics.median(rng.choices(default_steps, k=len(default_steps)))
+        pct = _pct(det, default)
+        if pct is not None:
+            samples.append(pct)
+    if not samples:
+        return None
+    samples.sort()
+    return [samples[int(0.025 * len(samples))], samples[int(0.975 * len(samples)) - 1]]
 
 
 def _pct(det: float, default: float) -> float | None:

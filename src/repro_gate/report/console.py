@@ -102,6 +102,9 @@ def _cost(manifest: dict[str, Any]) -> list[str]:
     else:
         detail = (f"whole run {cost['det_wall_seconds']:.1f} s deterministic vs"
                   f" {cost['default_wall_seconds']:.1f} s default")
+    interval = cost.get("ci95_pct")
+    if interval:
+        detail += f"; 95% interval {interval[0]:+.1f}% to {interval[1]:+.1f}%"
     return [f"  cost of determinism: {cost['pct']:+.1f}% ({detail})"]
 
 

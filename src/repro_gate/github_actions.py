@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from repro_gate.report.markdown import summary_markdown
+from repro_gate.workspace import repository_path, workspace_root
 
 # GitHub refuses a step summary above 1 MiB (and the step keeps its status).
 SUMMARY_LIMIT_BYTES = 1024 * 1024
@@ -132,24 +133,13 @@ def outputs_for(manifest: Mapping[str, Any], manifest_path: Path | None) -> dict
     }
 
 
-def workspace_relative(file: str, workspace: str) -> str | None:
-    """`file` relative to the workspace, or None when it lies outside it (site-packages...)."""
-    path = Path(file)
-    if not path.is_absolute():
-        path = Path(workspace) / path
-    try:
-        return path.resolve().relative_to(Path(workspace).resolve()).as_posix()
-    except ValueError:
-        return None
-
-
-def op_annotations(manifest: Mapping[str, Any], workspace: str) -> list[str]:
+def op_annotations(manifest: Mapping[str, Any], workspace: Path | str) -> list[str]:
     """`::error` commands for nondeterministic ops attributed to lines of the repository."""
     lines = []
     for op in manifest.get("nondeterministic_ops", []):
         if not op.get("file") or not op.get("line"):
             continue
-        relative = workspace_relative(op["file"], workspace)
+        relative = repository_path(op["file"], workspace)
         if relative is None:
             continue
         message = op.get("message") or f"{op['op']} has no deterministic implementation"
@@ -188,14 +178,10 @@ def publish(
     steps = (
         lambda: set_outputs(outputs_for(manifest, path), env),
         lambda: write_summary(summary_markdown(manifest), env),
-        lambda: [emit(line, stream) for line in op_annotations(manifest, _workspace(env))],
+        lambda: [emit(line, stream) for line in op_annotations(manifest, workspace_root(env))],
     )
     for step in steps:
         try:
             step()
         except Exception as error:  # reporting must never change the verdict
             emit(command("warning", f"repro-gate: could not publish to Actions: {error}"), stream)
-
-
-def _workspace(env: Mapping[str, str]) -> str:
-    return env.get("GITHUB_WORKSPACE") or os.getcwd()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
 from markdown_it import MarkdownIt
 
+from repro_gate import schema
 from repro_gate.github.statuses import clip
 from repro_gate.report import markdown
 
@@ -82,43 +84,79 @@ def test_comment_is_compact_with_details_folded_and_a_hidden_marker(
     assert markdown.comment_marker("gpu-nightly") == "<!-- repro-gate:gpu-nightly -->"
 
 
+def test_the_fixture_is_a_valid_manifest(manifest: dict[str, Any]) -> None:
+    assert schema.errors("manifest", manifest) == []
+    assert schema.errors("manifest", passing(manifest)) == []
+
+
 def test_summary_carries_divergence_artifacts_ops_fingerprint_checklist_and_diff(
-    manifest: dict[str, Any],
+    manifest: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("GITHUB_WORKSPACE", "/github/workspace")
     summary = markdown.summary_markdown(manifest)
     html = rendered(summary)
     assert "<strong>First divergence:</strong> step 3, parameters fc.weight, fc.bias" in html
     assert "<td><code>checkpoints/model.safetensors</code></td>" in html
     assert "2 of 3 tensors differ, max abs diff 2.38e-07" in html
-    assert "<code>/github/workspace/model.py:88</code>" in html
+    assert "<td><code>model.py:88</code></td>" in html
+    site_packages = "/opt/conda/lib/python3.11/site-packages/transformers/modeling_utils.py"
+    assert f"<td><code>{site_packages}:1204</code></td>" in html
     assert "| torch | 2.5.1+cu124 |" in summary
+    assert "| NVIDIA driver | 550.54.15 |" in summary
+    assert "| commit | 2f9c1e0b7a6d |" in summary
     assert "| GPUs | 1 x NVIDIA A10G |" in summary
-    assert "❌ **Deterministic algorithms**" in summary
-    assert "Fix: replace index_add_" in summary
-    assert "| env | `env.torch` | torch 2.4.1+cu124 -> 2.5.1+cu124 |" in summary
+    assert "- ✅ **cuBLAS workspace config**: CUBLAS_WORKSPACE_CONFIG=:4096:8 is set\n" in summary
+    assert "- ❌ **Deterministic algorithms**: index_add_cuda_ at model.py:88" in summary
+    assert "Fix: replace index_add_ with a scatter over sorted indices" in summary
+    assert "Fix: set torch.backends.cuda.matmul.allow_tf32 = False" in summary
+    assert "- env: torch 2.4.1+cu124 -> 2.5.1+cu124" in summary
     assert "read-only" not in summary
 
 
-@pytest.mark.parametrize(
-    "odd",
-    [
-        {"fingerprint": "abc", "checklist": 3, "environment_diff": ["x", 1, None]},
-        {
-            "fingerprint": {"a": [1, 2]},
-            "checklist": {"items": [{"status": "pass"}, 7]},
-            "environment_diff": {"changes": [{"old": 1}]},
-        },
-        {"fingerprint": None, "checklist": [], "environment_diff": {}},
-    ],
-)
-def test_unknown_shapes_of_optional_sections_are_left_out(
-    manifest: dict[str, Any], odd: dict[str, Any]
+def test_ops_outside_actions_are_relative_to_the_current_directory(
+    manifest: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    summary = markdown.summary_markdown({**manifest, **odd})
-    for heading in ("Fingerprint", "Checklist", "Environment diff"):
-        assert f"<summary>{heading}" not in summary
-    assert summary.startswith("### ❌ repro-gate: not reproducible")
-    assert "<summary>Details</summary>" in markdown.comment_markdown({**manifest, **odd})
+    monkeypatch.delenv("GITHUB_WORKSPACE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    manifest["nondeterministic_ops"][0]["file"] = str(tmp_path / "src" / "model.py")
+    manifest["nondeterministic_ops"][1]["line"] = None
+    html = rendered(markdown.summary_markdown(manifest))
+    assert "<td><code>src/model.py:88</code></td>" in html
+    site_packages = "/opt/conda/lib/python3.11/site-packages/transformers/modeling_utils.py"
+    assert f"<td><code>{site_packages}</code></td>" in html
+
+
+def test_sparse_sections_show_what_is_known(manifest: dict[str, Any]) -> None:
+    hardware = manifest["fingerprint"]["hardware"]
+    hardware["driver_version"], hardware["cuda_driver_version"], hardware["gpus"] = None, None, []
+    manifest["fingerprint"]["code"]["commit"] = None
+    manifest["checklist"] = {
+        "items": [],
+        "counts": {"pass": 0, "warn": 0, "fail": 0, "deferred": 0},
+    }
+    manifest["environment_diff"].update(equal=True, changes=[])
+    manifest["environment_diff"]["counts"]["env"] = 0
+    assert schema.errors("manifest", manifest) == []
+    summary = markdown.summary_markdown(manifest)
+    fingerprint = summary[summary.index("<summary>Fingerprint") : summary.index("</details>")]
+    assert "| torch | 2.5.1+cu124 |" in fingerprint
+    for absent in ("NVIDIA driver", "GPUs", "commit"):
+        assert f"| {absent} |" not in fingerprint
+    assert "<summary>Checklist" not in summary
+    assert "No difference from the baseline's environment." in summary
+
+
+def test_long_environment_diffs_are_cut_to_the_table_limit(manifest: dict[str, Any]) -> None:
+    change = manifest["environment_diff"]["changes"][0]
+    manifest["environment_diff"]["changes"] = [
+        {**change, "field": f"env.packages.p{i}", "message": f"p{i} 1.0 -> 1.1"} for i in range(45)
+    ]
+    manifest["environment_diff"]["counts"]["env"] = 45
+    assert schema.errors("manifest", manifest) == []
+    summary = markdown.summary_markdown(manifest)
+    assert "- env: p29 1.0 -> 1.1" in summary
+    assert "p30 1.0" not in summary
+    assert "…and 15 more changes." in summary
 
 
 def test_sections_absent_are_skipped(manifest: dict[str, Any]) -> None:

@@ -304,6 +304,61 @@ def make_manifest(
     return manifest
 
 
+def make_fingerprint(
+    *,
+    torch: str | None = "2.4.1+cu124",
+    cuda_build: str | None = "12.4",
+    driver: str | None = "550.54.15",
+    gpus: tuple[str | None, ...] = ("NVIDIA H100 80GB HBM3",),
+) -> dict[str, Any]:
+    """A fingerprint section that validates against the schema, on a host with `gpus`."""
+    fingerprint = {
+        "format": 1,
+        "code": {
+            "commit": "2f9c1e0b7a6d5c4e3f2a1b0c9d8e7f6a5b4c3d2e",
+            "ref": "refs/heads/main",
+            "dirty": False,
+            "diff_sha256": None,
+            "remote_url": "https://github.com/octo/lm",
+        },
+        "data": {"paths": [], "bytes": 0, "files": 0},
+        "env": {
+            "image": {"status": "none", "reference": None, "id": None, "repo_digests": []},
+            "python": "3.11.9",
+            "os": "Linux",
+            "libc": "glibc 2.35",
+            "torch": torch,
+            "cuda_build": cuda_build,
+            "cudnn": "90100" if cuda_build else None,
+            "nccl": None,
+            "numpy": "1.26.4",
+            "packages": None,
+            "lockfiles": [],
+            "lock_mismatches": [],
+        },
+        "random": {"seed": 0, "pythonhashseed": "0", "flags": {}, "threads": {}},
+        "hardware": {
+            "cpu": {"model": "AMD EPYC", "count": 8},
+            "driver_version": driver,
+            "cuda_driver_version": "12.4" if driver else None,
+            "gpus": [
+                {"index": i, "name": name, "uuid": None, "source": "nvml"}
+                for i, name in enumerate(gpus)
+            ],
+        },
+        "in_process": {
+            "source": None,
+            "runs": {},
+            "mismatches": [],
+            "dataloaders": [],
+            "errors": [],
+        },
+    }
+    problems = schema.errors("fingerprint", fingerprint)
+    assert problems == [], problems
+    return fingerprint
+
+
 def _run(name: str, mode: str, seconds: float) -> dict[str, Any]:
     return {
         "name": name,

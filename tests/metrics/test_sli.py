@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from metrics_servers import make_manifest
+from metrics_servers import make_fingerprint, make_manifest
 from prometheus_client.parser import text_string_to_metric_families
 
 from repro_gate import schema
@@ -74,44 +74,31 @@ def test_pass_sets_last_success_and_matches(tmp_path: Path) -> None:
     assert "repro_gate_first_divergence_step" not in series
 
 
-def test_environment_labels_from_the_fingerprint_sections() -> None:
-    fingerprint = {
-        "env": {"torch": "2.4.1+cu124", "cuda_build": "12.4"},
-        "hardware": {
-            "driver_version": "550.54.15",
-            "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": None}],
-        },
-    }
-    assert environment_labels(fingerprint) == {
-        "torch": "2.4.1+cu124",
-        "cuda": "12.4",
-        "driver": "550.54.15",
-        "gpu_model": "NVIDIA H100 80GB HBM3",
-    }
-
-
-def test_environment_labels_from_a_raw_probe_layout() -> None:
-    fingerprint = {
-        "process": {
-            "torch": {"version": "2.3.0", "cuda": "12.1"},
-            "gpus": {"devices": [{"name": "NVIDIA A10G"}]},
-        },
-        "nvml": {"driver_version": "535.104.05"},
-    }
-    assert environment_labels(fingerprint) == {
-        "torch": "2.3.0",
-        "cuda": "12.1",
-        "driver": "535.104.05",
-        "gpu_model": "NVIDIA A10G",
-    }
+def test_environment_info_from_the_fingerprint(tmp_path: Path) -> None:
+    fingerprint = make_fingerprint(gpus=("NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"))
+    series = parsed(keep_payload(make_manifest("pass", fingerprint=fingerprint), tmp_path))
+    labels = {"torch": "2.4.1+cu124", "cuda": "12.4", "driver": "550.54.15"}
+    expected = tuple(sorted({**labels, "gpu_model": "NVIDIA H100 80GB HBM3"}.items()))
+    assert series["repro_gate_environment_info"] == {expected: 1.0}
 
 
 def test_environment_labels_are_unknown_when_absent_and_bounded() -> None:
     unknown = {"torch": "unknown", "cuda": "unknown", "driver": "unknown", "gpu_model": "unknown"}
     assert environment_labels(None) == unknown
-    assert environment_labels({"env": {"torch": None}, "hardware": {"gpus": []}}) == unknown
-    long_name = environment_labels({"hardware": {"gpus": [{"name": "x" * 500}]}})["gpu_model"]
-    assert len(long_name) == 64
+    cpu_only = make_fingerprint(torch=None, cuda_build=None, driver=None, gpus=())
+    assert environment_labels(cpu_only) == unknown
+    assert environment_labels(make_fingerprint(gpus=(None,)))["gpu_model"] == "unknown"
+    assert environment_labels(make_fingerprint(gpus=(None, "NVIDIA A10G")))["gpu_model"] == (
+        "NVIDIA A10G"
+    )
+    long_name = environment_labels(make_fingerprint(gpus=("x" * 500,)))["gpu_model"]
+    assert long_name == "x" * 64
+
+
+def test_environment_info_without_a_fingerprint(tmp_path: Path) -> None:
+    series = parsed(keep_payload(make_manifest("pass"), tmp_path))
+    unknown = (("cuda", "unknown"), ("driver", "unknown"), ("gpu_model", "unknown"))
+    assert series["repro_gate_environment_info"] == {(*unknown, ("torch", "unknown")): 1.0}
 
 
 def test_url_precedence_input_then_environment_then_config() -> None:

@@ -5,13 +5,13 @@ GitHub accepts at most 50 annotations per request; further ones are appended wit
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, TypedDict
 
 from repro_gate.github.client import GitHubClient
+from repro_gate.workspace import repository_path
 
 ANNOTATIONS_PER_REQUEST = 50
 
@@ -115,22 +115,6 @@ def annotations_for_ops(
             )
         )
     return annotations, elsewhere
-
-
-def repository_path(file: Any, workspace: Path | None) -> str | None:
-    """`file` relative to the repository root (POSIX), or None when it lies outside it."""
-    if not isinstance(file, str) or not file or workspace is None:
-        return None
-    root = Path(os.path.normpath(workspace))
-    candidate = Path(file) if os.path.isabs(file) else root / file
-    candidate = Path(os.path.normpath(candidate))
-    try:
-        relative = candidate.relative_to(root)
-    except ValueError:
-        return None
-    if not relative.parts or relative.parts[0] == "..":
-        return None
-    return PurePosixPath(*relative.parts).as_posix()
 
 
 def _append_annotations(

@@ -234,25 +234,17 @@ def max_abs_divergence(manifest: dict[str, Any]) -> float:
     return largest
 
 
-def environment_labels(fingerprint: Any) -> dict[str, str]:
-    """torch, CUDA, driver and GPU model from the fingerprint; "unknown" for what is not there.
-
-    Reads the fingerprint's `env` and `hardware` sections, and falls back to a search of the
-    whole section so that a layout change loses a label, never the push.
-    """
-    torch = _first_under(fingerprint, "torch")
+def environment_labels(fingerprint: dict[str, Any] | None) -> dict[str, str]:
+    """torch, CUDA build, driver and GPU model from the fingerprint; "unknown" where absent."""
+    if fingerprint is None:
+        return {"torch": UNKNOWN, "cuda": UNKNOWN, "driver": UNKNOWN, "gpu_model": UNKNOWN}
+    env, hardware = fingerprint["env"], fingerprint["hardware"]
+    gpu_names = [gpu["name"] for gpu in hardware["gpus"] if gpu["name"]]
     return {
-        "torch": _label(
-            _at(fingerprint, "env", "torch") or (torch.get("version") if torch else None)
-        ),
-        "cuda": _label(
-            _at(fingerprint, "env", "cuda_build") or (torch.get("cuda") if torch else None)
-        ),
-        "driver": _label(
-            _at(fingerprint, "hardware", "driver_version")
-            or _first_value(fingerprint, "driver_version")
-        ),
-        "gpu_model": _label(_gpu_model(fingerprint)),
+        "torch": _label(env["torch"]),
+        "cuda": _label(env["cuda_build"]),
+        "driver": _label(hardware["driver_version"]),
+        "gpu_model": _label(gpu_names[0] if gpu_names else None),
     }
 
 
@@ -339,63 +331,11 @@ def _step_spread(manifest: dict[str, Any]) -> GaugeMetricFamily | None:
     return family if family.samples else None
 
 
-def _at(document: Any, *keys: str) -> Any:
-    """The value at a path of mapping keys; None where the path does not exist."""
-    for key in keys:
-        if not isinstance(document, dict):
-            return None
-        document = document.get(key)
-    return document
-
-
-def _first_under(document: Any, key: str, depth: int = 4) -> dict[str, Any] | None:
-    """The first mapping found under `key` anywhere in the first levels of `document`."""
-    if depth < 0 or not isinstance(document, dict):
-        return None
-    if isinstance(document.get(key), dict):
-        return document[key]
-    for value in document.values():
-        found = _first_under(value, key, depth - 1)
-        if found is not None:
-            return found
-    return None
-
-
-def _first_value(document: Any, key: str, depth: int = 4) -> Any:
-    """The first non-empty value of `key` anywhere in the first levels of `document`."""
-    if depth < 0 or not isinstance(document, dict):
-        return None
-    if document.get(key) not in (None, ""):
-        return document[key]
-    for value in document.values():
-        found = _first_value(value, key, depth - 1)
-        if found is not None:
-            return found
-    return None
-
-
-def _gpu_model(fingerprint: Any, depth: int = 4) -> Any:
-    """The name of the first GPU in any `devices` or `gpus` list of the fingerprint."""
-    if depth < 0 or not isinstance(fingerprint, dict):
-        return None
-    for key in ("devices", "gpus"):
-        entries = fingerprint.get(key)
-        if isinstance(entries, list):
-            for entry in entries:
-                if isinstance(entry, dict) and entry.get("name"):
-                    return entry["name"]
-    for value in fingerprint.values():
-        found = _gpu_model(value, depth - 1)
-        if found is not None:
-            return found
-    return None
-
-
-def _label(value: Any) -> str:
+def _label(value: str | None) -> str:
     # Label values stay short and bounded: one per version or model, never free text.
-    if value is None or isinstance(value, dict | list) or str(value).strip() == "":
+    if value is None or not value.strip():
         return UNKNOWN
-    return str(value).strip()[:MAX_LABEL_LENGTH]
+    return value.strip()[:MAX_LABEL_LENGTH]
 
 
 def _is_number(value: Any) -> bool:

@@ -1,14 +1,18 @@
 """Markdown for GitHub: the check-run title, summary and details, the job summary, the PR comment.
 
-Everything is rendered from the manifest alone. The `fingerprint`, `checklist` and
-`environment_diff` sections are optional and their shapes may grow: anything absent or of an
-unknown shape is left out rather than failing the report.
+Everything is rendered from the manifest, which is validated against its schema before it is
+written. The `fingerprint`, `checklist` and `environment_diff` sections are optional: a section
+that is absent is left out of the report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+from repro_gate.fingerprint import diff_lines
+from repro_gate.workspace import repository_path, workspace_root
 
 CHECK_TEXT_LIMIT = 65_535  # check-run output.summary and output.text
 COMMENT_LIMIT = 65_536  # issue comment body
@@ -115,19 +119,24 @@ def truncate(text: str, limit: int) -> str:
 
 def _evidence(manifest: Mapping[str, Any]) -> list[str]:
     """The parts after the verdict: reasons, divergence, tables and the optional sections."""
-    return [
+    parts = [
         _reasons(manifest),
         _divergence(manifest),
         _artifacts_table(manifest),
         _ops_table(manifest),
-        _optional("Fingerprint", _fingerprint, manifest.get("fingerprint")),
-        _optional("Checklist", _checklist, manifest.get("checklist")),
-        _optional(
-            "Environment diff against the baseline",
-            _environment_diff,
-            manifest.get("environment_diff"),
-        ),
     ]
+    if "fingerprint" in manifest:
+        parts.append(_folded("Fingerprint", _fingerprint(manifest["fingerprint"])))
+    if "checklist" in manifest:
+        parts.append(_folded("Checklist", _checklist(manifest["checklist"])))
+    if "environment_diff" in manifest:
+        parts.append(
+            _folded(
+                "Environment diff against the baseline",
+                _environment_diff(manifest["environment_diff"]),
+            )
+        )
+    return parts
 
 
 def _heading(manifest: Mapping[str, Any]) -> str:
@@ -204,16 +213,15 @@ def _artifact_detail(artifact: Mapping[str, Any]) -> str:
 
 
 def _ops_table(manifest: Mapping[str, Any]) -> str:
-    ops = [_mapping(o) for o in _list(manifest.get("nondeterministic_ops"))]
+    ops = manifest["nondeterministic_ops"]
     if not ops:
         return ""
-    rows = []
-    for op in ops[:TABLE_ROWS]:
-        where = f"{op.get('file')}:{op.get('line')}" if op.get("file") else "unknown"
-        rows.append(
-            f"| `{_cell(op.get('op', '?'))}` | `{_cell(where)}` | {op.get('count', '')} |"
-            f" {op.get('kind', '')} |"
-        )
+    workspace = workspace_root()
+    rows = [
+        f"| `{_cell(op['op'])}` | `{_cell(_op_location(op, workspace))}` | {op['count']} |"
+        f" {op.get('kind', '')} |"
+        for op in ops[:TABLE_ROWS]
+    ]
     more = len(ops) - TABLE_ROWS
     tail = f"\n\n…and {more} more ops." if more > 0 else ""
     return (
@@ -223,100 +231,66 @@ def _ops_table(manifest: Mapping[str, Any]) -> str:
     )
 
 
-def _optional(heading: str, render: Callable[[Any], str], section: Any) -> str:
-    """A folded section rendered from a manifest part whose shape may still change."""
-    if not isinstance(section, Mapping | list) or not section:
-        return ""
-    try:
-        body = render(section)
-    except (TypeError, ValueError, KeyError, AttributeError):
-        # An unexpected shape must never cost the report: leave the section out.
-        return ""
-    if not body:
-        return ""
-    return f"<details><summary>{heading}</summary>\n\n{body}\n\n</details>"
+def _op_location(op: Mapping[str, Any], workspace: Path) -> str:
+    """`file:line`, relative to the repository root when the file is inside it."""
+    if not op["file"]:
+        return "unknown"
+    where = repository_path(op["file"], workspace) or op["file"]
+    return where if op["line"] is None else f"{where}:{op['line']}"
 
 
-# The facts that tell two environments apart at a glance: (label, dotted path).
-FINGERPRINT_FACTS = (
-    ("commit", "code.commit"),
-    ("dirty tree", "code.dirty"),
-    ("image", "env.image.reference"),
-    ("python", "env.python"),
-    ("torch", "env.torch"),
-    ("CUDA (build)", "env.cuda_build"),
-    ("cuDNN", "env.cudnn"),
-    ("NVIDIA driver", "hardware.driver_version"),
-    ("seed", "random.seed"),
-)
+def _folded(heading: str, body: str) -> str:
+    """An optional section, folded under its heading; nothing when it has nothing to show."""
+    return f"<details><summary>{heading}</summary>\n\n{body}\n\n</details>" if body else ""
 
 
-def _fingerprint(section: Any) -> str:
-    rows = []
-    for label, path in FINGERPRINT_FACTS:
-        value = _dig(section, path)
-        if isinstance(value, str | int | float | bool):
-            shown = value[:12] if path == "code.commit" and isinstance(value, str) else value
-            rows.append((label, shown))
-    gpus = _dig(section, "hardware.gpus")
-    names = [str(g.get("name")) for g in _list(gpus) if isinstance(g, Mapping) and g.get("name")]
-    if names:
-        counted = {name: names.count(name) for name in names}
-        rows.append(("GPUs", ", ".join(f"{n} x {name}" for name, n in counted.items())))
-    if not rows:  # a shape we don't know: show its first plain facts
-        rows = _flatten(section)[:TABLE_ROWS]
-    if not rows:
-        return ""
-    return "| Fact | Value |\n|---|---|\n" + "\n".join(
-        f"| {_cell(k)} | {_cell(_short(v))} |" for k, v in rows
-    )
+def _fingerprint(fingerprint: Mapping[str, Any]) -> str:
+    """The facts that tell two environments apart at a glance."""
+    code, env, hardware = fingerprint["code"], fingerprint["env"], fingerprint["hardware"]
+    facts = [
+        ("commit", code["commit"] and code["commit"][:12]),
+        ("dirty tree", code["dirty"]),
+        ("image", env["image"]["reference"]),
+        ("python", env["python"]),
+        ("torch", env["torch"]),
+        ("CUDA (build)", env["cuda_build"]),
+        ("cuDNN", env["cudnn"]),
+        ("NVIDIA driver", hardware["driver_version"]),
+        ("seed", fingerprint["random"]["seed"]),
+        ("GPUs", _gpu_counts(hardware["gpus"])),
+    ]
+    rows = [f"| {label} | {_cell(_short(value))} |" for label, value in facts if value is not None]
+    return "| Fact | Value |\n|---|---|\n" + "\n".join(rows) if rows else ""
+
+
+def _gpu_counts(gpus: list[Mapping[str, Any]]) -> str | None:
+    """`2 x NVIDIA H100 80GB HBM3, 1 x NVIDIA A10G`; None without GPUs."""
+    names = [gpu["name"] or "unnamed GPU" for gpu in gpus]
+    counted = {name: names.count(name) for name in names}
+    return ", ".join(f"{n} x {name}" for name, n in counted.items()) or None
 
 
 CHECK_ICONS = {"pass": "✅", "warn": "⚠️", "fail": "❌", "deferred": "⏭️"}
 
 
-def _checklist(section: Any) -> str:
-    items = section if isinstance(section, list) else _first_list(section, ("items", "checks"))
+def _checklist(checklist: Mapping[str, Any]) -> str:
     lines = []
-    for item in items:
-        if not isinstance(item, Mapping):
-            continue
-        name = _first(item, ("title", "name", "id"))
-        if name is None:
-            continue
-        icon = CHECK_ICONS.get(str(item.get("status")), "•")
-        line = f"- {icon} **{_one_line(str(name))}**"
-        detail = _first(item, ("detail", "message"))
-        if detail:
-            line += f": {_one_line(str(detail))}"
-        fix = item.get("fix")
-        if isinstance(fix, str) and fix and item.get("status") in ("warn", "fail"):
-            line += f" Fix: {_one_line(fix)}"
+    for item in checklist["items"]:
+        line = f"- {CHECK_ICONS[item['status']]} **{_one_line(item['title'])}**"
+        line += f": {_one_line(item['detail'])}"
+        if item["status"] in ("warn", "fail"):
+            line += f" Fix: {_one_line(item['fix'])}"
         lines.append(line)
-    return "\n".join(lines[: TABLE_ROWS * 2])
+    return "\n".join(lines)
 
 
-def _environment_diff(section: Any) -> str:
-    if isinstance(section, Mapping) and section.get("equal") is True:
+def _environment_diff(environment_diff: dict[str, Any]) -> str:
+    if environment_diff["equal"]:
         return "No difference from the baseline's environment."
-    changes = section if isinstance(section, list) else _first_list(section, ("changes",))
-    rows = []
-    for change in changes:
-        if not isinstance(change, Mapping):
-            continue
-        key = _first(change, ("field", "key", "path", "name"))
-        if key is None:
-            continue
-        before = _short(_first(change, ("old", "baseline", "before")))
-        after = _short(_first(change, ("new", "current", "after")))
-        message = change.get("message") or f"{before} → {after}"
-        category = change.get("category", "")
-        rows.append(f"| {_cell(category)} | `{_cell(key)}` | {_cell(message)} |")
-    if not rows:
-        return ""
-    more = len(rows) - TABLE_ROWS
+    lines = [f"- {_one_line(line)}" for line in diff_lines(environment_diff)]
+    more = len(lines) - TABLE_ROWS
     tail = f"\n\n…and {more} more changes." if more > 0 else ""
-    return "| Category | Fact | Change |\n|---|---|---|\n" + "\n".join(rows[:TABLE_ROWS]) + tail
+    return "\n".join(lines[:TABLE_ROWS]) + tail
 
 
 def _runs_table(manifest: Mapping[str, Any]) -> str:
@@ -416,43 +390,6 @@ def _first_reason(manifest: Mapping[str, Any]) -> str:
         if isinstance(message, str) and message:
             return message
     return ""
-
-
-def _flatten(value: Any, prefix: str = "", depth: int = 0) -> list[tuple[str, Any]]:
-    """Scalar leaves of nested mappings as (dotted key, value), three levels deep at most."""
-    if not isinstance(value, Mapping) or depth > 2:
-        return []
-    out: list[tuple[str, Any]] = []
-    for key, item in value.items():
-        name = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(item, Mapping):
-            out += _flatten(item, name, depth + 1)
-        elif isinstance(item, str | int | float | bool) or item is None:
-            out.append((name, item))
-    return out
-
-
-def _dig(value: Any, dotted: str) -> Any:
-    for key in dotted.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
-
-
-def _first_list(section: Any, keys: tuple[str, ...]) -> list[Any]:
-    if isinstance(section, Mapping):
-        for key in keys:
-            if isinstance(section.get(key), list):
-                return section[key]
-    return []
-
-
-def _first(item: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
-    for key in keys:
-        if key in item and item[key] is not None:
-            return item[key]
-    return None
 
 
 def _short(value: Any, limit: int = 80) -> str:

@@ -62,7 +62,11 @@ def test_config_against_the_schema(tmp_path: Path, content: str, message: str) -
 
 
 def test_runs_below_two_on_the_command_line(tmp_path: Path) -> None:
-    assert_clean_error(check(tmp_path, "--runs", "1"), "runs: must be an integer >= 2")
+    result = check(tmp_path, "--runs", "1")
+    assert_clean_error(result, "runs: must be an integer >= 2")
+    # Nothing ran, but CI still finds a manifest saying why.
+    manifest = assert_error_manifest(result, "config")
+    assert manifest["runs"] == []
 
 
 def test_command_not_found(tmp_path: Path) -> None:

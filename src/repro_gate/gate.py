@@ -88,6 +88,35 @@ def run_gate(config: dict[str, Any], sink_for: SinkFactory) -> GateOutcome:
     )
 
 
+def config_error_outcome(error: GateError, output_dir: Path) -> GateOutcome:
+    """The manifest of a gate that could not start because its configuration is invalid.
+
+    It is written when the output directory allows, so CI still finds a manifest to upload.
+    """
+    now = _now()
+    document = {
+        "schema_version": manifest.schema_version(),
+        "tool": {"name": "repro-gate", "version": __version__},
+        "gate": "repro-gate",
+        "verdict": verdict.ERROR,
+        "reasons": [verdict.reason(error.kind, error.message)],
+        "started_at": now,
+        "finished_at": now,
+        "output_dir": str(output_dir),
+        "config": {},
+        "runs": [],
+        "comparison": empty_comparison("bitwise"),
+        "nondeterministic_ops": [],
+        "cost": None,
+    }
+    try:
+        ensure_writable(output_dir)
+        path: Path | None = manifest.write(document, output_dir)
+    except GateError:
+        path = None
+    return GateOutcome(document, path, EXIT_ERROR)
+
+
 def preload_torch() -> None:
     """Import torch in the background while the runs train, so comparing checkpoints later
     does not add its start-up time to the gate."""

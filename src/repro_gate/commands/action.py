@@ -126,8 +126,9 @@ def _early_error(error: GateError, environ: Mapping[str, str]) -> int:
     """A configuration problem: no runs, but the step still gets its outputs and summary."""
     print(f"repro-gate: error: {error.message}", file=sys.stderr)
     github_actions.emit(github_actions.command("error", error.message, title="repro-gate"))
-    manifest = {"verdict": "error", "reasons": [{"code": error.kind, "message": error.message}]}
-    github_actions.publish(manifest, environ)
+    output_dir = action_input(environ, "output-dir") or config_loader.DEFAULTS["output_dir"]
+    outcome = gate.config_error_outcome(error, Path(output_dir).absolute())
+    github_actions.publish(outcome.manifest, environ, manifest_path=outcome.manifest_path)
     return EXIT_ERROR
 
 

@@ -62,9 +62,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _config_error(error: GateError, args: argparse.Namespace) -> int:
     print(f"repro-gate: error: {error.message}", file=sys.stderr)
+    output_dir = Path(args.output_dir or config_loader.DEFAULTS["output_dir"]).absolute()
+    outcome = gate.config_error_outcome(error, output_dir)
+    github_actions.publish(outcome.manifest, manifest_path=outcome.manifest_path)
     if args.json:
-        print(json.dumps({"verdict": "error",
-                          "reasons": [{"code": error.kind, "message": error.message}]}))
+        print(json.dumps(outcome.manifest, indent=2))
     return EXIT_ERROR
 
 

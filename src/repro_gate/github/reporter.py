@@ -111,7 +111,7 @@ class GitHubReporter:
         assert token is not None
         timeout = (settings or {}).get("timeout")
         if policy is None and isinstance(timeout, int | float) and timeout > 0:
-            policy = RetryPolicy(budget=float(timeout))  # honoured once the config offers it
+            policy = RetryPolicy(budget=float(timeout))  # config `report.timeout`
         context = context_from_environment(environ)
         return cls.for_context(
             gate, report_settings, context, client_from_environment(environ, token, policy)

@@ -11,7 +11,7 @@ MOUNTINFO = f"""\
 620 540 0:62 / / rw,relatime master:250 - overlay overlay rw,lowerdir=/var/lib/docker/overlay2/l/X
 641 620 254:1 /var/lib/docker/containers/{CONTAINER}/resolv.conf /etc/resolv.conf rw - ext4 /dev/vda
 642 620 254:1 /var/lib/docker/containers/{CONTAINER}/hostname /etc/hostname rw - ext4 /dev/vda
-643 620 254:1 /home/runner/work/repo/repo /github/workspace rw - ext4 /dev/vda
+643 620 254:1 /home/runner/_work/repo/repo /github/workspace rw - ext4 /dev/vda
 """
 
 
@@ -24,14 +24,14 @@ def test_own_container_id_comes_from_mountinfo(tmp_path: Path) -> None:
 
 def test_paths_map_through_the_longest_mount() -> None:
     translator = PathTranslator([
-        ("/github/workspace", "/home/runner/work/repo/repo"),
+        ("/github/workspace", "/home/runner/_work/repo/repo"),
         ("/github/workspace/out", "/mnt/fast/out"),
-        ("/github/home", "/home/runner/work/_temp/_github_home"),
+        ("/github/home", "/home/runner/_work/_temp/_github_home"),
     ])
 
-    assert translator.host_path(Path("/github/workspace")) == "/home/runner/work/repo/repo"
+    assert translator.host_path(Path("/github/workspace")) == "/home/runner/_work/repo/repo"
     assert translator.host_path(Path("/github/workspace/src/a.py")) == (
-        "/home/runner/work/repo/repo/src/a.py"
+        "/home/runner/_work/repo/repo/src/a.py"
     )
     assert translator.host_path(Path("/github/workspace/out/runs/A")) == "/mnt/fast/out/runs/A"
     assert translator.host_path(Path("/github/workspaces")) is None

@@ -20,8 +20,8 @@ from repro_gate.cost import cost_of_determinism
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
 from repro_gate.fingerprint.documents import read_document
 from repro_gate.github.reporter import GitHubReporter
-from repro_gate.launch.base import Launcher, LineSink
-from repro_gate.launch.local import LocalLauncher, last_lines
+from repro_gate.launch.base import Launcher, LineSink, RunSpec
+from repro_gate.launch.local import LocalLauncher
 from repro_gate.metrics.push import push_manifest
 from repro_gate.probe import TRAJECTORY_FILE, probe_output_dir
 
@@ -203,7 +203,7 @@ def execute_runs(
 def _execute(
     config: dict[str, Any],
     launcher: Launcher,
-    spec: Any,
+    spec: RunSpec,
     workdir: Path | None,
     sink_for: SinkFactory,
 ) -> runs.RunRecord:
@@ -219,7 +219,7 @@ def _check_run(record: runs.RunRecord, state: _State) -> None:
             f"{label} timed out after {record.wall_seconds:.0f} s and was killed"
             f" (log: {record.log_path})",
             kind="timeout",
-            detail="\n".join(last_lines(record.log_path, LOG_TAIL_LINES)),
+            detail=record.log_tail(LOG_TAIL_LINES),
         )
     if not record.ended_cleanly:
         if any(alert.get("kind") == "strict_error" for alert in record.alerts):
@@ -228,7 +228,7 @@ def _check_run(record: runs.RunRecord, state: _State) -> None:
         raise GateError(
             f"{label} exited with code {record.exit_code} (log: {record.log_path})",
             kind="run_failed",
-            detail="\n".join(last_lines(record.log_path, LOG_TAIL_LINES)),
+            detail=record.log_tail(LOG_TAIL_LINES),
         )
     status = record.probe_status or {}
     if status.get("probe") == "failed":

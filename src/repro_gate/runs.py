@@ -48,6 +48,14 @@ class RunRecord:
             self.exit_code == probe.STOP_EXIT_CODE and self.stopped is not None
         )
 
+    def log_tail(self, count: int) -> str:
+        """The last `count` lines of the run's log, for error reports."""
+        try:
+            text = self.log_path.read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-count:])
+
     def side(self) -> RunSide:
         """This run as one side of a comparison."""
         return RunSide(self.name, self.trajectory,

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 from repro_gate.errors import GateError
 from repro_gate.launch.base import LineSink, RunOutcome, RunSpec
@@ -114,12 +113,3 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-
-
-def last_lines(path: Path, count: int = 20) -> list[str]:
-    """The last `count` lines of a run log, for error reports."""
-    try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
-    except OSError:
-        return []
-    return text.splitlines()[-count:]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from gate_cli import check, script
 
-from repro_gate import schema
+from repro_gate import validation
 
 PARAMETERS = ["encoder.weight", "encoder.bias", "head.weight", "head.bias"]
 
@@ -16,7 +16,7 @@ def test_deterministic_script_passes_bitwise(project: Path) -> None:
     result = check(project, *script("deterministic.py"))
     assert result.exit_code == 0, result.stdout + result.stderr
     manifest = result.manifest
-    assert schema.errors("manifest", manifest) == []
+    assert validation.errors("manifest", manifest) == []
     assert manifest["verdict"] == "pass"
     assert manifest["reasons"][0]["code"] == "bitwise_equal"
     assert [r["name"] for r in manifest["runs"]] == ["A", "B", "default"]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from gate_cli import Result, check, script
 
-from repro_gate import schema
+from repro_gate import validation
 
 
 def assert_clean_error(result: Result, *needles: str) -> None:
@@ -23,7 +23,7 @@ def assert_clean_error(result: Result, *needles: str) -> None:
 
 def assert_error_manifest(result: Result, code: str) -> dict:
     manifest = result.manifest
-    assert schema.errors("manifest", manifest) == []
+    assert validation.errors("manifest", manifest) == []
     assert manifest["verdict"] == "error"
     assert manifest["reasons"][0]["code"] == code
     return manifest

@@ -13,13 +13,13 @@ import torch
 from referencing import Registry, Resource
 from safetensors.torch import save_file
 
-from repro_gate import schema
+from repro_gate import validation
 from repro_gate.compare import Tolerance, compare_artifact, tolerance_for
 from repro_gate.errors import GateError
 
 
 def artifact_errors(result: dict[str, Any]) -> list[str]:
-    manifest = schema.load("manifest")
+    manifest = validation.load("manifest")
     registry = Registry().with_resource(manifest["$id"], Resource.from_contents(manifest))
     validator = jsonschema.Draft202012Validator(
         {"$ref": f"{manifest['$id']}#/$defs/artifact_comparison"}, registry=registry

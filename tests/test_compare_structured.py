@@ -11,12 +11,12 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
-from repro_gate import schema
+from repro_gate import validation
 from repro_gate.compare import Tolerance, compare_artifact, sha256_file
 
 
 def validated(result: dict[str, Any]) -> dict[str, Any]:
-    manifest = schema.load("manifest")
+    manifest = validation.load("manifest")
     registry = Registry().with_resource(manifest["$id"], Resource.from_contents(manifest))
     validator = jsonschema.Draft202012Validator(
         {"$ref": f"{manifest['$id']}#/$defs/artifact_comparison"}, registry=registry

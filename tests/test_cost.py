@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from repro_gate.cost import cost_of_determinism
+from repro_gate.gate.cost import cost_of_determinism
 
 
 def steps(*times: float) -> list[dict]:

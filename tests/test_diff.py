@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from repro_gate import schema
+from repro_gate import validation
 
 CLI = Path(sys.executable).parent / "repro-gate"
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -92,7 +92,7 @@ def test_json_output_validates(tmp_path: Path) -> None:
     done = run_cli("diff", "--json", str(a), str(b))
     assert done.returncode == 1
     result = json.loads(done.stdout)
-    assert schema.errors("environment-diff", result) == []
+    assert validation.errors("environment-diff", result) == []
     assert result["counts"] == {"code": 0, "data": 1, "env": 2, "random": 0, "hardware": 1}
     driver = next(c for c in result["changes"] if c["field"] == "hardware.driver_version")
     assert (driver["old"], driver["new"]) == (None, "560.28.03")

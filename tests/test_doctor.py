@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from repro_gate import schema
+from repro_gate import validation
 
 CLI = Path(sys.executable).parent / "repro-gate"
 PROJECTS = Path(__file__).parent / "fixtures" / "projects"
@@ -42,7 +42,7 @@ def test_clean_project_passes(tmp_path: Path) -> None:
     elapsed = time.monotonic() - started
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
-    assert schema.errors("checklist", document["checklist"]) == []
+    assert validation.errors("checklist", document["checklist"]) == []
     assert statuses(document) == {
         "image_pinned": "pass",
         "lockfile": "pass",
@@ -75,7 +75,7 @@ def test_sloppy_project_fails_with_fixes(tmp_path: Path) -> None:
     done = doctor(repo, "--json")
     assert done.returncode == 1, done.stderr
     document = json.loads(done.stdout)
-    assert schema.errors("checklist", document["checklist"]) == []
+    assert validation.errors("checklist", document["checklist"]) == []
     found = statuses(document)
     assert {k: found[k] for k in ("image_pinned", "lockfile", "data", "cublas_workspace")} == {
         "image_pinned": "fail", "lockfile": "fail", "data": "fail", "cublas_workspace": "fail"}

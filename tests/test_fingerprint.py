@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from repro_gate import schema
+from repro_gate import validation
 from repro_gate.errors import GateError
 from repro_gate.fingerprint import (
     collect_host,
@@ -158,7 +158,7 @@ def test_same_config_same_hash_in_two_processes(tmp_path: Path) -> None:
                               text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         document = json.loads(done.stdout)
-        assert schema.errors("fingerprint", document["fingerprint"]) == []
+        assert validation.errors("fingerprint", document["fingerprint"]) == []
         assert document["config_hash"] == config_hash(document["fingerprint"])
         hashes.append(document["config_hash"])
     assert hashes[0] == hashes[1]
@@ -230,7 +230,7 @@ def test_each_category_changes_the_hash_and_the_diff_names_it(
     before, after = perturbed(repo, runtime, category)
     assert before["config_hash"] != after["config_hash"]
     result = environment_diff(before, after)
-    assert schema.errors("environment-diff", result) == []
+    assert validation.errors("environment-diff", result) == []
     assert result["equal"] is False
     lines = diff_lines(result)
     assert any(line.startswith(expected) for line in lines), lines
@@ -266,8 +266,8 @@ def test_sections_validate_and_carry_the_baseline_diff(tmp_path: Path, runtime: 
     newer = dict(image, id="sha256:" + "c" * 64)
     result = sections(repo, runtime, image=newer, baseline=baseline)
     for name in ("fingerprint", "checklist"):
-        assert schema.errors(name, result[name]) == []
-    assert schema.errors("environment-diff", result["environment_diff"]) == []
+        assert validation.errors(name, result[name]) == []
+    assert validation.errors("environment-diff", result["environment_diff"]) == []
     assert diff_lines(result["environment_diff"]) == [
         f"env: image ID sha256:{'a' * 64} -> sha256:{'c' * 64}"]
     items = {item["id"]: item for item in result["checklist"]["items"]}
@@ -321,7 +321,7 @@ def test_missing_in_process_fingerprint_says_why(tmp_path: Path) -> None:
     env = result["fingerprint"]["env"]
     assert env["reason"] == "no in-process fingerprint: the probe wrote none"
     assert env["torch"] is None
-    assert schema.errors("fingerprint", result["fingerprint"]) == []
+    assert validation.errors("fingerprint", result["fingerprint"]) == []
     items = {item["id"]: item["status"] for item in result["checklist"]["items"]}
     assert items["deterministic_algorithms"] == "warn"
 

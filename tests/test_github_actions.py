@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from repro_gate import github_actions
-from repro_gate.commands.action import GroupedSinks, overrides_from_inputs
+from repro_gate.cli.commands.action import GroupedSinks, overrides_from_inputs
 from repro_gate.errors import ConfigError
+from repro_gate.publish import actions as github_actions
 
 
 def read_outputs(path: Path) -> dict[str, str]:

@@ -1,3 +1,3 @@
-from repro_gate.cli import main
+from repro_gate.cli.main import main
 
 raise SystemExit(main())

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from repro_gate.github.client import RetryPolicy
+from repro_gate.publish.github.client import RetryPolicy
 
 HEAD_SHA = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
 MERGE_SHA = "0c1d2e3f405162738495a6b7c8d9e0f1a2b3c4d5"

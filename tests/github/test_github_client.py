@@ -8,7 +8,7 @@ import pytest
 from fake_github import Answer, FakeGitHub
 from github_env import FAST, HEAD_SHA
 
-from repro_gate.github.client import GitHubClient, GitHubError, RetryPolicy
+from repro_gate.publish.github.client import GitHubClient, GitHubError, RetryPolicy
 
 REPO = "octo-org/trainer"
 STATUS = {"state": "success", "context": "repro-gate", "description": "bit-for-bit reproducible"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from github_env import HEAD_SHA, MERGE_SHA, PR_NUMBER, actions_environment, pull_request_payload
 
-from repro_gate.github.event import context_from_environment
+from repro_gate.publish.github.event import context_from_environment
 
 
 def test_pull_request_uses_the_head_sha_not_the_merge_commit(tmp_path: Path) -> None:

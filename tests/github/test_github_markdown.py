@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from repro_gate import schema
-from repro_gate.github.statuses import clip
-from repro_gate.report import markdown
+from repro_gate import validation
+from repro_gate.publish.github.statuses import clip
+from repro_gate.render import markdown
 
 
 def passing(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -85,8 +85,8 @@ def test_comment_is_compact_with_details_folded_and_a_hidden_marker(
 
 
 def test_the_fixture_is_a_valid_manifest(manifest: dict[str, Any]) -> None:
-    assert schema.errors("manifest", manifest) == []
-    assert schema.errors("manifest", passing(manifest)) == []
+    assert validation.errors("manifest", manifest) == []
+    assert validation.errors("manifest", passing(manifest)) == []
 
 
 def test_summary_carries_divergence_artifacts_ops_fingerprint_checklist_and_diff(
@@ -136,7 +136,7 @@ def test_sparse_sections_show_what_is_known(manifest: dict[str, Any]) -> None:
     }
     manifest["environment_diff"].update(equal=True, changes=[])
     manifest["environment_diff"]["counts"]["env"] = 0
-    assert schema.errors("manifest", manifest) == []
+    assert validation.errors("manifest", manifest) == []
     summary = markdown.summary_markdown(manifest)
     fingerprint = summary[summary.index("<summary>Fingerprint") : summary.index("</details>")]
     assert "| torch | 2.5.1+cu124 |" in fingerprint
@@ -152,7 +152,7 @@ def test_long_environment_diffs_are_cut_to_the_table_limit(manifest: dict[str, A
         {**change, "field": f"env.packages.p{i}", "message": f"p{i} 1.0 -> 1.1"} for i in range(45)
     ]
     manifest["environment_diff"]["counts"]["env"] = 45
-    assert schema.errors("manifest", manifest) == []
+    assert validation.errors("manifest", manifest) == []
     summary = markdown.summary_markdown(manifest)
     assert "- env: p29 1.0 -> 1.1" in summary
     assert "p30 1.0" not in summary

@@ -12,7 +12,7 @@ import pytest
 from fake_github import Answer, FakeGitHub
 from github_env import HEAD_SHA, actions_environment
 
-from repro_gate import schema
+from repro_gate import validation
 
 OTHER_SHA = "f" * 40
 
@@ -79,7 +79,7 @@ def test_workflow_run_posts_the_manifest_of_a_fork_job(
     assert updated["verdict"] == "fail"
     assert updated["reporting"]["comment"]["id"] == comment["id"]
     assert updated["reporting"]["deferred"] is False
-    assert schema.errors("manifest", updated) == []
+    assert validation.errors("manifest", updated) == []
 
 
 def test_flags_choose_repository_commit_and_pull_request(

@@ -12,10 +12,10 @@ from fake_github import Answer, FakeGitHub, Principal
 from github_env import FAST, HEAD_SHA, PR_NUMBER, actions_environment, ops_in_workspace
 from github_env import pull_request_payload as pr_payload
 
-from repro_gate import schema
-from repro_gate.github.client import RetryPolicy
-from repro_gate.github.reporter import GitHubReporter
-from repro_gate.report import markdown
+from repro_gate import validation
+from repro_gate.publish.github.client import RetryPolicy
+from repro_gate.publish.github.reporter import GitHubReporter
+from repro_gate.render import markdown
 
 RUN_URL = "https://github.com/octo-org/trainer/actions/runs/9876543210"
 MARKER = "<!-- repro-gate:repro-gate -->"
@@ -34,8 +34,8 @@ def reporter_for(
 
 
 def assert_valid(section: dict, manifest: dict) -> None:
-    assert schema.errors("reporting", section) == []
-    assert schema.errors("manifest", {**manifest, "reporting": section}) == []
+    assert validation.errors("reporting", section) == []
+    assert validation.errors("manifest", {**manifest, "reporting": section}) == []
 
 
 def test_check_run_in_progress_then_completed_with_60_annotations(

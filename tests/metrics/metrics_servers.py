@@ -18,7 +18,7 @@ import pytest
 import requests
 import yaml
 
-from repro_gate import schema
+from repro_gate import validation
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS_DIR = ROOT / "runner" / "prometheus"
@@ -261,7 +261,7 @@ def make_manifest(
             }
         )
     manifest: dict[str, Any] = {
-        "schema_version": schema.load("manifest")["properties"]["schema_version"]["const"],
+        "schema_version": validation.load("manifest")["properties"]["schema_version"]["const"],
         "tool": {"name": "repro-gate", "version": "0.1.0"},
         "gate": gate,
         "verdict": verdict,
@@ -299,7 +299,7 @@ def make_manifest(
         manifest["fingerprint"] = fingerprint
     if output_dir is not None:
         manifest["output_dir"] = str(output_dir)
-    problems = schema.errors("manifest", manifest)
+    problems = validation.errors("manifest", manifest)
     assert problems == [], problems
     return manifest
 
@@ -354,7 +354,7 @@ def make_fingerprint(
             "errors": [],
         },
     }
-    problems = schema.errors("fingerprint", fingerprint)
+    problems = validation.errors("fingerprint", fingerprint)
     assert problems == [], problems
     return fingerprint
 

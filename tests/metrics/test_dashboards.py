@@ -24,8 +24,8 @@ from metrics_servers import (
     wait_until,
 )
 
-from repro_gate.metrics import push_manifest
-from repro_gate.metrics.push import keep_payload
+from repro_gate.publish.metrics import push_manifest
+from repro_gate.publish.metrics.push import keep_payload
 
 DASHBOARDS = {
     "executive": GRAFANA_DIR / "dashboards" / "executive.json",

@@ -28,8 +28,8 @@ from metrics_servers import (
     wait_until,
 )
 
-from repro_gate import schema
-from repro_gate.metrics import push_manifest
+from repro_gate import validation
+from repro_gate.publish.metrics import push_manifest
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
@@ -240,7 +240,7 @@ def test_gateway_down_keeps_payload_and_push_command_delivers_later(
     assert 'repro_gate_runs_total{verdict="fail"} 1.0' in payload
     assert 'repro_gate_runs_total{verdict="pass"} 0.0' in payload
     failed["metrics"] = section
-    assert schema.errors("manifest", failed) == []
+    assert validation.errors("manifest", failed) == []
     path = write_manifest(output_dir, failed)
 
     code, _, err = finish(cli_push(path, environ))
@@ -267,7 +267,7 @@ def test_gateway_down_keeps_payload_and_push_command_delivers_later(
     )
     recorded = json.loads(path.read_text(encoding="utf-8"))["metrics"]
     assert recorded["pushed"] is True and recorded["counted"] is True
-    assert schema.errors("metrics", recorded) == []
+    assert validation.errors("metrics", recorded) == []
 
     # Sending it again changes nothing: the manifest says it was pushed.
     code, out, _ = finish(cli_push(path, environ))

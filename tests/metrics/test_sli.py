@@ -8,10 +8,10 @@ from pathlib import Path
 from metrics_servers import make_fingerprint, make_manifest
 from prometheus_client.parser import text_string_to_metric_families
 
-from repro_gate import schema
-from repro_gate.metrics import push_manifest
-from repro_gate.metrics.push import keep_payload, resolve_target
-from repro_gate.metrics.sli import environment_labels
+from repro_gate import validation
+from repro_gate.publish.metrics import push_manifest
+from repro_gate.publish.metrics.push import keep_payload, resolve_target
+from repro_gate.publish.metrics.sli import environment_labels
 
 # Labels whose values grow without bound; none may appear on a metric or in a grouping key.
 UNBOUNDED = {"pr", "pull_request", "sha", "commit", "run_id", "run", "hostname", "instance"}
@@ -149,10 +149,11 @@ def test_metrics_section_schema() -> None:
         "pushed_at": datetime(2026, 1, 2, tzinfo=timezone.utc).isoformat(),
         "payload": "out/metrics.prom",
     }
-    assert schema.errors("metrics", pushed) == []
-    assert schema.errors("metrics", {"pushed": False, "reason": "no pushgateway configured"}) == []
-    assert schema.errors("metrics", {"pushed": False}) == ["reason: is required"]
+    assert validation.errors("metrics", pushed) == []
+    not_configured = {"pushed": False, "reason": "no pushgateway configured"}
+    assert validation.errors("metrics", not_configured) == []
+    assert validation.errors("metrics", {"pushed": False}) == ["reason: is required"]
     incomplete = {"pushed": True, "url": "http://gw:9091"}
-    assert "grouping_key: is required" in schema.errors("metrics", incomplete)
+    assert "grouping_key: is required" in validation.errors("metrics", incomplete)
     extra = dict(pushed, grouping_key={**pushed["grouping_key"], "pr": "12"})
-    assert schema.errors("metrics", extra) == ["grouping_key: unknown key 'pr'"]
+    assert validation.errors("metrics", extra) == ["grouping_key: unknown key 'pr'"]

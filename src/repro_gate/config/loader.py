@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from repro_gate import schema
+from repro_gate import validation
 from repro_gate.errors import ConfigError
 
 CONFIG_FILENAMES = (".repro-gate.yml", ".repro-gate.yaml")
@@ -79,7 +79,7 @@ def load(config_path: Path | None, overrides: dict[str, Any], cwd: Path) -> dict
 
 def validate(config: dict[str, Any], source: str) -> None:
     """Raise ConfigError naming the key and the rule of each violation."""
-    problems = schema.errors("config", config)
+    problems = validation.errors("config", config)
     if problems:
         raise ConfigError(f"{source}: {'; '.join(problems)}")
 

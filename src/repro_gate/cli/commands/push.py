@@ -8,10 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from repro_gate import manifest as manifest_file
 from repro_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
-from repro_gate.metrics import push_manifest
-from repro_gate.metrics.push import ENV_INPUT_URL, ENV_URL, NOT_CONFIGURED
+from repro_gate.manifest import store as manifest_file
+from repro_gate.publish.metrics import push_manifest
+from repro_gate.publish.metrics.push import ENV_INPUT_URL, ENV_URL, NOT_CONFIGURED
 
 
 def add_parser(subparsers: Any, name: str) -> None:

@@ -17,11 +17,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from repro_gate import schema
+from repro_gate import validation
 from repro_gate.errors import GateError
-from repro_gate.github.client import RetryPolicy
-from repro_gate.github.event import context_from_environment
-from repro_gate.github.reporter import (
+from repro_gate.publish.github.client import RetryPolicy
+from repro_gate.publish.github.event import context_from_environment
+from repro_gate.publish.github.reporter import (
     GitHubReporter,
     ReportSettings,
     client_from_environment,
@@ -116,7 +116,7 @@ def load_manifest(path: Path) -> dict[str, Any]:
         raise ReportInputError(
             f"manifest {path} is not JSON: {error.msg} at line {error.lineno}"
         ) from None
-    problems = schema.errors("manifest", manifest)
+    problems = validation.errors("manifest", manifest)
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise ReportInputError(f"manifest {path} is invalid: {problems[0]}{more}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from repro_gate.github.client import GitHubClient
+from repro_gate.publish.github.client import GitHubClient
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The `repro-gate` command line: one module per subcommand under `repro_gate.commands`."""
+"""The `repro-gate` command line: one module per subcommand under `repro_gate.cli.commands`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from repro_gate import __version__
 from repro_gate.errors import EXIT_ERROR, GateError
 
-# Subcommand name -> module in repro_gate.commands; each module has `add_parser` and `run`.
+# Subcommand name -> module in repro_gate.cli.commands; each module has `add_parser` and `run`.
 COMMANDS = {
     "check": "check",
     "compare": "compare",
@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"repro-gate {__version__}")
     subparsers = parser.add_subparsers(dest="command_name", metavar="COMMAND", required=True)
     for name, module_name in COMMANDS.items():
-        module = importlib.import_module(f"repro_gate.commands.{module_name}")
+        module = importlib.import_module(f"repro_gate.cli.commands.{module_name}")
         module.add_parser(subparsers, name)
     return parser
 

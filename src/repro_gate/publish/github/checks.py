@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from repro_gate.github.client import GitHubClient
+from repro_gate.publish.github.client import GitHubClient
 from repro_gate.workspace import repository_path
 
 ANNOTATIONS_PER_REQUEST = 50

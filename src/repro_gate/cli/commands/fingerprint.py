@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from repro_gate import __version__, config
+from repro_gate import __version__
+from repro_gate.config import loader as config
 from repro_gate.fingerprint.assemble import build_fingerprint
 from repro_gate.fingerprint.host import collect_host
 from repro_gate.fingerprint.identity import config_hash

@@ -15,11 +15,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from repro_gate import config as config_loader
-from repro_gate import gate, github_actions
+from repro_gate.config import loader as config_loader
 from repro_gate.errors import EXIT_ERROR, ConfigError, GateError
+from repro_gate.gate import pipeline as gate
 from repro_gate.launch.base import LineSink
-from repro_gate.report import console
+from repro_gate.publish import actions as github_actions
+from repro_gate.render import console
 
 DEFAULT_ACTION_GPUS = "all"  # the action is meant for GPU runners
 

@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from repro_gate import config as config_loader
-from repro_gate import gate, github_actions
-from repro_gate.config_flags import add_config_options, overrides_from_args
+from repro_gate.cli.flags import add_config_options, overrides_from_args
+from repro_gate.config import loader as config_loader
 from repro_gate.errors import EXIT_ERROR, GateError
-from repro_gate.report import console
+from repro_gate.gate import pipeline as gate
+from repro_gate.publish import actions as github_actions
+from repro_gate.render import console
 
 EPILOG = """\
 exit codes: 0 pass (reproducible), 1 fail (not reproducible), 2 error (bad input, a run crashed or

@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from repro_gate.github import checks, comments, statuses
-from repro_gate.github.client import DEFAULT_API_URL, GitHubClient, GitHubError, RetryPolicy
-from repro_gate.github.event import EventContext, context_from_environment
-from repro_gate.report import markdown
+from repro_gate.publish.github import checks, comments, statuses
+from repro_gate.publish.github.client import DEFAULT_API_URL, GitHubClient, GitHubError, RetryPolicy
+from repro_gate.publish.github.event import EventContext, context_from_environment
+from repro_gate.render import markdown
 
 DEFAULT_GATE = "repro-gate"
 FALLBACK_IDENTITY = "github-actions[bot]"

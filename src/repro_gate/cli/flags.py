@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from repro_gate.config import parse_env_pairs, parse_tolerance
+from repro_gate.config.loader import parse_env_pairs, parse_tolerance
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:

@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repro_gate import artifacts, probe
+from repro_gate import probe
 from repro_gate.compare import sha256_file
-from repro_gate.comparison import RunSide
+from repro_gate.compare.runs import RunSide
+from repro_gate.gate import collect as artifacts
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
 
 REFERENCE_DIR = Path(__file__).parent / "reference"

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from repro_gate import schema
+from repro_gate import validation
 from repro_gate.errors import GateError
 
 MANIFEST_NAME = "manifest.json"
@@ -18,12 +18,12 @@ INVALID_MANIFEST_NAME = "manifest.invalid.json"
 
 def schema_version() -> int:
     """The manifest schema version this gate writes."""
-    return int(schema.load("manifest")["properties"]["schema_version"]["const"])
+    return int(validation.load("manifest")["properties"]["schema_version"]["const"])
 
 
 def validate(manifest: dict[str, Any]) -> None:
     """Raise GateError(kind="manifest_invalid") naming each violation."""
-    problems = schema.errors("manifest", manifest)
+    problems = validation.errors("manifest", manifest)
     if problems:
         raise GateError(
             "manifest does not match its schema: " + "; ".join(problems[:5])
@@ -56,7 +56,7 @@ def read(path: Path) -> dict[str, Any]:
         raise GateError(f"{path}: not valid JSON: {error}", kind="manifest_invalid") from None
     if not isinstance(data, dict):
         raise GateError(f"{path}: not a repro-gate manifest", kind="manifest_invalid")
-    problems = schema.errors("manifest", data)
+    problems = validation.errors("manifest", data)
     if problems:
         raise GateError(f"{path}: not a valid manifest: {problems[0]}", kind="manifest_invalid")
     return data

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from repro_gate.github.client import GitHubClient
+from repro_gate.publish.github.client import GitHubClient
 
 DESCRIPTION_LIMIT = 140
 STATES = {"pass": "success", "fail": "failure", "error": "error"}

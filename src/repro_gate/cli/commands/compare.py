@@ -10,11 +10,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from repro_gate import artifacts, manifest, probe, verdict
-from repro_gate.comparison import RunSide, check_something_compared, compare_runs
-from repro_gate.config import parse_tolerance
+from repro_gate import probe
+from repro_gate.compare.runs import RunSide, check_something_compared, compare_runs
+from repro_gate.config.loader import parse_tolerance
 from repro_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
-from repro_gate.report import console
+from repro_gate.gate import collect as artifacts
+from repro_gate.gate import verdict
+from repro_gate.manifest import store as manifest
+from repro_gate.render import console
 
 EPILOG = """\
 each side is one of: a run directory (holding .repro-gate/ and the artifacts), a gate output

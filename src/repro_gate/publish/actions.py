@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from repro_gate.report.markdown import summary_markdown
+from repro_gate.render.markdown import summary_markdown
 from repro_gate.workspace import repository_path, workspace_root
 
 # GitHub refuses a step summary above 1 MiB (and the step keeps its status).

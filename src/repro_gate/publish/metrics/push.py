@@ -21,8 +21,8 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 from prometheus_client.exposition import basic_auth_handler, default_handler, push_to_gateway
 
-from repro_gate.manifest import MANIFEST_NAME
-from repro_gate.metrics import sli
+from repro_gate.manifest.store import MANIFEST_NAME
+from repro_gate.publish.metrics import sli
 
 PAYLOAD_NAME = "metrics.prom"
 DEFAULT_JOB = "repro-gate"

@@ -13,17 +13,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from repro_gate import __version__, artifacts, fingerprint, manifest, runs, verdict
+from repro_gate import __version__, fingerprint
+from repro_gate.compare.runs import check_something_compared, compare_runs, empty_comparison
 from repro_gate.compare.trajectory import compare_trajectories
-from repro_gate.comparison import check_something_compared, compare_runs, empty_comparison
-from repro_gate.cost import cost_of_determinism
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, GateError
 from repro_gate.fingerprint.documents import read_document
-from repro_gate.github.reporter import GitHubReporter
+from repro_gate.gate import collect as artifacts
+from repro_gate.gate import runs, verdict
+from repro_gate.gate.cost import cost_of_determinism
 from repro_gate.launch.base import Launcher, LineSink, RunSpec
 from repro_gate.launch.local import LocalLauncher
-from repro_gate.metrics.push import push_manifest
+from repro_gate.manifest import store as manifest
 from repro_gate.probe import TRAJECTORY_FILE, probe_output_dir
+from repro_gate.publish.github.reporter import GitHubReporter
+from repro_gate.publish.metrics.push import push_manifest
 
 SinkFactory = Callable[[str], LineSink]
 EXIT_CODES = {verdict.PASS: EXIT_PASS, verdict.FAIL: EXIT_FAIL, verdict.ERROR: EXIT_ERROR}

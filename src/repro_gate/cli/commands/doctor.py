@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from repro_gate import config
-from repro_gate.commands.fingerprint import LOCAL_RUN, local_in_process
+from repro_gate.cli.commands.fingerprint import LOCAL_RUN, local_in_process
+from repro_gate.config import loader as config
 from repro_gate.errors import EXIT_FAIL, EXIT_PASS
 from repro_gate.fingerprint.assemble import build_fingerprint
 from repro_gate.fingerprint.checklist import evaluate

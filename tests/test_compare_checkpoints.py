@@ -15,6 +15,7 @@ from safetensors.torch import save_file
 
 from repro_gate import validation
 from repro_gate.compare import Tolerance, compare_artifact, tolerance_for
+from repro_gate.config import ToleranceConfig
 from repro_gate.errors import GateError
 
 
@@ -162,7 +163,9 @@ def test_per_artifact_glob_picks_the_tolerance_that_decides_the_verdict(tmp_path
     shifted = {name: tensor + 1e-3 for name, tensor in weights.items()}
     a = save(weights, tmp_path / "a.pt")
     b = save(shifted, tmp_path / "b.pt")
-    config = {"atol": 1e-6, "per_artifact": [{"glob": "ema/*.pt", "atol": 1e-2}]}
+    config = ToleranceConfig.from_document(
+        {"atol": 1e-6, "per_artifact": [{"glob": "ema/*.pt", "atol": 1e-2}]}
+    )
 
     loose = compare(a, b, "ema/model.pt", tolerance_for(config, "ema/model.pt"))
     strict = compare(a, b, "final/model.pt", tolerance_for(config, "final/model.pt"))

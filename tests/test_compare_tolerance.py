@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from repro_gate.compare import Tolerance, tolerance_for
+from repro_gate.config import ToleranceConfig
 
-CONFIG = {
+CONFIG = ToleranceConfig.from_document({
     "atol": 1e-6,
     "rtol": 1e-5,
     "per_artifact": [
@@ -14,17 +15,17 @@ CONFIG = {
         {"glob": "*.safetensors", "rtol": 0.0},
         {"glob": "*.json", "atol": 0.5, "rtol": 0.5},
     ],
-}
+})
 
 
 @pytest.mark.parametrize("config", [None, "bitwise"])
 def test_bitwise_means_no_tolerance(config: str | None) -> None:
-    assert tolerance_for(config, "model.pt") is None
+    assert tolerance_for(ToleranceConfig.from_document(config), "model.pt") is None
 
 
 def test_top_level_values_apply_when_no_glob_matches() -> None:
     assert tolerance_for(CONFIG, "ckpt/model.pt") == Tolerance(atol=1e-6, rtol=1e-5)
-    assert tolerance_for({}, "model.pt") == Tolerance()
+    assert tolerance_for(ToleranceConfig.from_document({}), "model.pt") == Tolerance()
 
 
 def test_first_matching_glob_wins_and_inherits_missing_values() -> None:

@@ -12,6 +12,8 @@ from repro_gate import validation
 
 CLI = Path(sys.executable).parent / "repro-gate"
 FIXTURES = Path(__file__).parent / "fixtures"
+# A complete manifest of a real shape, to carry another fingerprint.
+MANIFEST = Path(__file__).parent / "github" / "data" / "manifest-fail.json"
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -57,8 +59,9 @@ def changed_copy(document: dict) -> dict:
 def test_equal_environments_exit_0(tmp_path: Path) -> None:
     document = fingerprint_document(tmp_path)
     a = write(tmp_path / "a.json", document)
-    manifest = {"schema_version": 2, "tool": {"name": "repro-gate", "version": "0"},
-                "config_hash": document["config_hash"], "fingerprint": document["fingerprint"]}
+    manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    manifest.pop("environment_diff")
+    manifest.update(config_hash=document["config_hash"], fingerprint=document["fingerprint"])
     b = write(tmp_path / "manifest.json", manifest)
     done = run_cli("diff", str(a), str(b))
     assert done.returncode == 0, done.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from repro_gate import validation
+from repro_gate.config import Config
 from repro_gate.errors import GateError
 from repro_gate.fingerprint import (
     collect_host,
@@ -64,9 +65,11 @@ def in_process_module():
     return _repro_gate_fingerprint
 
 
-def config_for(repo: Path, **extra: object) -> dict:
-    return {"seed": 1234, "data": [str(repo / "data/train"), str(repo / "data/labels.csv")],
-            "workdir": str(repo), **extra}
+def config_for(repo: Path, **extra: object) -> Config:
+    return Config.from_document({
+        "seed": 1234, "data": [str(repo / "data/train"), str(repo / "data/labels.csv")],
+        "workdir": str(repo), "output_dir": str(repo / "repro-gate-out"), **extra,
+    })
 
 
 @pytest.fixture(scope="module")
@@ -75,10 +78,10 @@ def runtime() -> dict:
     return in_process_module().collect(import_torch=True)
 
 
-def sections(repo: Path, runtime: dict, *, host: dict | None = None, config: dict | None = None,
+def sections(repo: Path, runtime: dict, *, host: dict | None = None, config: Config | None = None,
              baseline: Path | None = None, image: dict | None = None) -> dict:
     config = config or config_for(repo)
-    host = host or collect_host(config, repo)
+    host = host or collect_host(config.data, repo)
     return manifest_sections(config, host, {"A": runtime, "B": copy.deepcopy(runtime)}, image,
                              baseline)
 
@@ -137,7 +140,7 @@ def test_dataloader_without_seeding_is_recorded_with_its_line(tmp_path: Path) ->
     assert collected["flags"]["cudnn_benchmark"] is True
 
     config = config_for(repo, data=[])
-    result = manifest_sections(config, collect_host(config, repo),
+    result = manifest_sections(config, collect_host(config.data, repo),
                                {"A": collected, "B": collected, "default": None}, None, None)
     items = {item["id"]: item for item in result["checklist"]["items"]}
     assert items["dataloader_workers"]["status"] == "fail"
@@ -170,7 +173,7 @@ def test_same_config_same_hash_in_two_processes(tmp_path: Path) -> None:
 def test_volatile_fields_stay_out_of_the_hash(tmp_path: Path, runtime: dict) -> None:
     repo = project_repo(tmp_path)
     config = config_for(repo)
-    host = collect_host(config, repo)
+    host = collect_host(config.data, repo)
     host["gpus"] = parse_nvml(RAW_NVML)
     base = sections(repo, runtime, host=host, config=config)
     moved = copy.deepcopy(host)
@@ -188,7 +191,7 @@ def test_volatile_fields_stay_out_of_the_hash(tmp_path: Path, runtime: dict) -> 
 def perturbed(repo: Path, runtime: dict, category: str) -> tuple[dict, dict]:
     """Sections before and after a change in one category (real files, git and parsers)."""
     config = config_for(repo)
-    host = collect_host(config, repo)
+    host = collect_host(config.data, repo)
     host["gpus"] = parse_nvml(RAW_NVML)
     before = sections(repo, runtime, host=host, config=config)
     runtime_after = copy.deepcopy(runtime)
@@ -209,7 +212,7 @@ def perturbed(repo: Path, runtime: dict, category: str) -> tuple[dict, dict]:
         host_after = copy.deepcopy(host)
         host_after["gpus"] = parse_nvml(raw)
         return before, sections(repo, runtime, host=host_after, config=config)
-    host_after = collect_host(config, repo)
+    host_after = collect_host(config.data, repo)
     host_after["gpus"] = host["gpus"]
     return before, sections(repo, runtime_after, host=host_after, config=config)
 
@@ -261,8 +264,11 @@ def test_sections_validate_and_carry_the_baseline_diff(tmp_path: Path, runtime: 
              "repo_digests": ["ghcr.io/example/trainer@sha256:" + "b" * 64]}
     baseline_sections = sections(repo, runtime, image=image)
     baseline = tmp_path / "baseline.json"
-    baseline.write_text(json.dumps({"schema_version": 2, "tool": {"name": "repro-gate"},
-                                    **baseline_sections}), encoding="utf-8")
+    # A complete manifest of a real shape carrying these sections, as an earlier gate wrote it.
+    document = json.loads((Path(__file__).parent / "github" / "data" / "manifest-fail.json")
+                          .read_text(encoding="utf-8"))
+    document.pop("environment_diff")
+    baseline.write_text(json.dumps({**document, **baseline_sections}), encoding="utf-8")
     newer = dict(image, id="sha256:" + "c" * 64)
     result = sections(repo, runtime, image=newer, baseline=baseline)
     for name in ("fingerprint", "checklist"):
@@ -304,7 +310,7 @@ def test_differences_between_runs_are_surfaced(tmp_path: Path, runtime: dict) ->
     run_b = copy.deepcopy(runtime)
     run_b["threads"]["torch_num_threads"] = runtime["threads"]["torch_num_threads"] + 3
     run_b["random"]["torch_initial_seed"] = 12345  # volatile: not reported
-    result = manifest_sections(config, collect_host(config, repo),
+    result = manifest_sections(config, collect_host(config.data, repo),
                                {"A": runtime, "B": run_b, "default": runtime}, None, None)
     assert result["fingerprint"]["in_process"]["mismatches"] == [
         {"field": "threads.torch_num_threads",
@@ -316,7 +322,7 @@ def test_differences_between_runs_are_surfaced(tmp_path: Path, runtime: dict) ->
 def test_missing_in_process_fingerprint_says_why(tmp_path: Path) -> None:
     repo = project_repo(tmp_path)
     config = config_for(repo)
-    result = manifest_sections(config, collect_host(config, repo), {"A": None, "B": None},
+    result = manifest_sections(config, collect_host(config.data, repo), {"A": None, "B": None},
                                None, None)
     env = result["fingerprint"]["env"]
     assert env["reason"] == "no in-process fingerprint: the probe wrote none"
@@ -328,7 +334,7 @@ def test_missing_in_process_fingerprint_says_why(tmp_path: Path) -> None:
 
 def test_gpu_less_machine_says_why_gpus_are_absent(tmp_path: Path, runtime: dict) -> None:
     repo = project_repo(tmp_path)
-    host = collect_host(config_for(repo), repo)
+    host = collect_host(config_for(repo).data, repo)
     hardware = sections(repo, runtime, host=host)["fingerprint"]["hardware"]
     if host["gpus"]["devices"]:
         assert hardware["gpus"]

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from repro_gate.cli.commands.action import GroupedSinks, overrides_from_inputs
+from repro_gate.cli.commands.action import GroupedSinks
+from repro_gate.config.overrides import from_action_inputs as overrides_from_inputs
 from repro_gate.errors import ConfigError
 from repro_gate.publish import actions as github_actions
 
@@ -30,7 +31,7 @@ def manifest(workspace: Path, **changes: Any) -> dict[str, Any]:
     document: dict[str, Any] = {
         "gate": "train",
         "verdict": "fail",
-        "reasons": [{"code": "trajectory_differs", "message": "runs differ from step 7"}],
+        "reasons": [{"code": "trajectory_diverged", "message": "runs differ from step 7"}],
         "output_dir": str(workspace / "repro-gate-out"),
         "config_hash": "ab" * 32,
         "comparison": {

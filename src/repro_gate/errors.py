@@ -1,25 +1,97 @@
-"""Errors a user can act on.
+"""Every error repro-gate raises on purpose, and the one-line form of any error.
 
-Every failure the gate can explain is a `GateError`: one line for the console, a stable `kind`
-for the manifest's `reasons`, and exit code 2 (the verdict `error`).
+    ReproGateError                 base of all of them
+    ├── GateError                  a problem the user can fix: `kind` and exit code 2
+    │   ├── ConfigError            kind `config`
+    │   ├── MissingDependencyError kind `missing_dependency`
+    │   └── ReportInputError       kind `report_input`
+    └── PublishError               publishing a verdict failed; it never changes the verdict
+        ├── PushError              a Pushgateway push attempt
+        └── GitHubError            a GitHub API request
+
+A `GateError`'s `kind` is an `ErrorKind`, a closed set: it becomes the manifest's
+`reasons[].code`, which the manifest schema lists as an enum (with the verdict's reason codes).
+
+Not here, on purpose: `compare.structured.UnparseableError` and `compare.checkpoints.NotComparable`
+are control flow inside the comparison (the file is then compared by bytes) and never reach the
+user, so they stay next to the code that raises and catches them.
 """
 
 from __future__ import annotations
+
+import sys
+from enum import Enum
+
+if sys.version_info >= (3, 11):
+    from enum import StrEnum
+else:  # pragma: no cover - exercised on 3.10 only
+
+    class StrEnum(str, Enum):
+        """`enum.StrEnum` of Python 3.11: a member is its value, as a string."""
+
+        def __str__(self) -> str:
+            return str(self.value)
+
 
 EXIT_PASS = 0
 EXIT_FAIL = 1
 EXIT_ERROR = 2
 
+# The 403 message of a token that may not write (e.g. in a pull request from a fork).
+READ_ONLY_MESSAGE = "Resource not accessible by integration"
 
-class GateError(Exception):
+
+class ErrorKind(StrEnum):
+    """Why the gate gave the verdict `error`: the manifest's `reasons[].code`.
+
+    The values are a contract (manifests record them, users match on them): never rename one.
+    """
+
+    # configuration and input
+    CONFIG = "config"  # the config file, a flag or an action input is wrong
+    MISSING_DEPENDENCY = "missing_dependency"  # an optional package is needed for what was asked
+    INPUT = "input"  # `diff`: an input file is not a manifest or fingerprint
+    INPUT_MISSING = "input_missing"  # `compare`: no such run directory or manifest
+    INPUT_INVALID = "input_invalid"  # `compare`: the input holds nothing to compare
+    BASELINE = "baseline"  # the baseline manifest is missing or unreadable
+    OUTPUT_DIR = "output_dir"  # the output directory is not writable
+    METRICS_CONFIG = "metrics_config"  # `push`: no usable Pushgateway configuration
+    REPORT_INPUT = "report_input"  # `report`: the manifest or the target is wrong
+    # manifests
+    MANIFEST_MISSING = "manifest_missing"
+    MANIFEST_INVALID = "manifest_invalid"
+    MANIFEST_VERSION = "manifest_version"  # written by a newer repro-gate
+    # launching and running the training
+    COMMAND_NOT_FOUND = "command_not_found"
+    DOCKER = "docker"  # the Docker daemon or a container failed
+    IMAGE_NOT_FOUND = "image_not_found"
+    TIMEOUT = "timeout"  # a run took longer than allowed
+    RUN_FAILED = "run_failed"  # a run exited non-zero
+    PROBE_FAILED = "probe_failed"  # the probe inside a run could not record
+    # comparing
+    NO_ARTIFACTS = "no_artifacts"  # the runs wrote none of the configured artifacts
+    NOTHING_TO_COMPARE = "nothing_to_compare"
+    CHECKPOINT_UNREADABLE = "checkpoint_unreadable"
+    # the gate itself
+    CANCELLED = "cancelled"  # interrupted (Ctrl-C, SIGTERM) before a verdict
+    INTERNAL = "internal"  # a bug in repro-gate: an exception nobody expected
+
+
+class ReproGateError(Exception):
+    """Base of every error repro-gate raises on purpose."""
+
+
+class GateError(ReproGateError):
     """A problem the user can fix; reported as one line, never a traceback."""
 
     exit_code = EXIT_ERROR
 
-    def __init__(self, message: str, *, kind: str, detail: str = "") -> None:
+    def __init__(self, message: str, *, kind: ErrorKind, detail: str = "") -> None:
         super().__init__(message)
         self.message = message
-        self.kind = kind
+        # ErrorKind(...) also accepts the plain value; an unknown kind fails here, not later
+        # as a manifest that breaks its schema.
+        self.kind = ErrorKind(kind)
         self.detail = detail
 
     def __str__(self) -> str:
@@ -30,11 +102,64 @@ class ConfigError(GateError):
     """The configuration is missing, unparseable or against its schema."""
 
     def __init__(self, message: str, detail: str = "") -> None:
-        super().__init__(message, kind="config", detail=detail)
+        super().__init__(message, kind=ErrorKind.CONFIG, detail=detail)
 
 
 class MissingDependencyError(GateError):
     """An optional dependency is needed for what was asked."""
 
     def __init__(self, what: str, install: str) -> None:
-        super().__init__(f"{what} needs {install}", kind="missing_dependency")
+        super().__init__(f"{what} needs {install}", kind=ErrorKind.MISSING_DEPENDENCY)
+
+
+class ReportInputError(GateError):
+    """The manifest or the target of the report is missing or invalid."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind=ErrorKind.REPORT_INPUT)
+
+
+class PublishError(ReproGateError):
+    """Publishing a verdict failed; it is recorded in the manifest and never changes the verdict."""
+
+
+class PushError(PublishError):
+    """One push attempt failed; `retry` says whether another attempt can help."""
+
+    def __init__(self, message: str, retry: bool = True) -> None:
+        super().__init__(message)
+        self.retry = retry
+
+
+class GitHubError(PublishError):
+    """A request that failed for good; `status` is None when no answer came back."""
+
+    def __init__(self, method: str, path: str, status: int | None, message: str) -> None:
+        self.method = method
+        self.path = path
+        self.status = status
+        self.message = message
+        where = f"HTTP {status}" if status is not None else "no answer"
+        super().__init__(f"{method} {path}: {where}: {message}")
+
+    @property
+    def read_only(self) -> bool:
+        """True for the 403 a read-only token gets (e.g. a pull request from a fork)."""
+        return self.status == 403 and READ_ONLY_MESSAGE.lower() in self.message.lower()
+
+    @property
+    def unavailable(self) -> bool:
+        """True when the endpoint refused us (403/404): a fallback may work."""
+        return self.status in (403, 404)
+
+
+def one_line(error: BaseException | str, limit: int = 300) -> str:
+    """The first non-blank line of an error's text, cut to `limit` characters (ending in …).
+
+    An exception without text gives its type name (`TimeoutError`); an empty string gives "".
+    """
+    text = str(error).strip()
+    if not text:
+        return "" if isinstance(error, str) else type(error).__name__
+    line = text.splitlines()[0].strip()
+    return line if len(line) <= limit else line[: limit - 1] + "…"

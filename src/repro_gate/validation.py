@@ -1,4 +1,9 @@
-"""Load the JSON Schemas shipped in `schemas/` and turn validation errors into one-line messages."""
+"""Load the JSON Schemas shipped in `schemas/` and turn validation errors into one-line messages.
+
+The schema files carry no `$id`; they refer to each other by file name (`"$ref":
+"fingerprint.schema.json"`), so standard tools resolve the references against the file's own
+location. Here each schema is registered under its file name, the same relative URI.
+"""
 
 from __future__ import annotations
 
@@ -9,24 +14,28 @@ from typing import Any
 
 import jsonschema
 from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
 SCHEMA_PACKAGE = "repro_gate.schemas"
-ID_PREFIX = "urn:repro-gate:schema:"
+SUFFIX = ".schema.json"
 
 
 @cache
 def _registry() -> Registry:
-    resources_found = []
+    """Every schema file, keyed (and given an in-memory `$id`) by its file name."""
+    found = []
     for entry in resources.files(SCHEMA_PACKAGE).iterdir():
-        if entry.name.endswith(".schema.json"):
+        if entry.name.endswith(SUFFIX):
             document = json.loads(entry.read_text(encoding="utf-8"))
-            resources_found.append((document["$id"], Resource.from_contents(document)))
-    return Registry().with_resources(resources_found)
+            document["$id"] = entry.name
+            resource = Resource.from_contents(document, default_specification=DRAFT202012)
+            found.append((entry.name, resource))
+    return Registry().with_resources(found)
 
 
 def load(name: str) -> dict[str, Any]:
-    """Return the schema called `name` (`config`, `manifest`, ...)."""
-    return _registry().contents(ID_PREFIX + name)
+    """Return the schema called `name` (`config`, `manifest`, ...), `$id` set to its file name."""
+    return _registry().contents(name + SUFFIX)
 
 
 def errors(name: str, instance: Any) -> list[str]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import docker
 import docker.errors
@@ -12,6 +14,7 @@ import pytest
 from conftest import GateContainers, PinnedImage
 from rootfs import write_rootfs
 
+from repro_gate.config import ContainerConfig
 from repro_gate.errors import GateError
 from repro_gate.launch.base import RunSpec
 from repro_gate.launch.docker import DockerLauncher, resolve_image
@@ -71,9 +74,9 @@ def make_spec(workspace: Path, tmp_path: Path, argv: list[str], **changes: objec
 
 
 def launcher_for(
-    image: str, gate: str, environ: dict[str, str], **config: object
+    image: str, gate: str, environ: dict[str, str], **container: Any
 ) -> DockerLauncher:
-    launcher = DockerLauncher.from_config({"image": image, "name": gate, "gpus": "none", **config})
+    launcher = DockerLauncher.connect(ContainerConfig(image=image, **container), gate)
     launcher.environ = environ
     return launcher
 
@@ -87,7 +90,7 @@ def test_pinned_run_is_isolated_and_records_its_image(
         python_image.reference,
         gate_containers.gate,
         environ,
-        container={"env_allow": ["ALLOWED_VAR"], "memory": "512m", "pids": 256, "keep": True},
+        env_allow=("ALLOWED_VAR",), memory="512m", pids=256, keep=True,
     )
     spec = make_spec(workspace, tmp_path, ["python", "probe_isolation.py"])
     lines: list[str] = []
@@ -199,7 +202,7 @@ def test_gpus_without_gpu_support_is_a_clear_error(
     if docker.from_env().info().get("Runtimes", {}).get("nvidia"):
         pytest.skip("this Docker host has the NVIDIA runtime")
     launcher = launcher_for(python_image.reference, gate_containers.gate, {})
-    launcher.settings.gpus = "all"
+    launcher.settings = dataclasses.replace(launcher.settings, gpus="all")
 
     with pytest.raises(GateError) as raised:
         launcher.run(make_spec(workspace, tmp_path, ["python", "-V"]), lambda line: None)
@@ -260,7 +263,7 @@ def test_unreachable_daemon_is_a_clear_error(
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
 
     with pytest.raises(GateError) as raised:
-        DockerLauncher.from_config({"image": "example/train@sha256:" + "1" * 64})
+        DockerLauncher.connect(ContainerConfig(image="example/train@sha256:" + "1" * 64), "g")
 
     assert raised.value.kind == "docker"
     assert str(raised.value).startswith(f"cannot reach the Docker daemon at unix://{tmp_path}")

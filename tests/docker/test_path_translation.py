@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repro_gate.launch.docker import PathTranslator, device_requests, own_container_id
+from repro_gate.launch.docker import device_requests
+from repro_gate.launch.host_paths import PathTranslator, own_container_id
 
 CONTAINER = "3f" * 32
 MOUNTINFO = f"""\

@@ -181,7 +181,7 @@ def test_long_reports_are_cut_under_githubs_limits_with_a_note(manifest: dict[st
     manifest["comparison"]["artifacts"] = [
         {**artifact, "path": f"shard-{i}-{'p' * 300}.safetensors"} for i in range(1000)
     ]
-    manifest["reasons"] = [{"code": "artifacts_differ", "message": "m" * 199}] * 400
+    manifest["reasons"] = [{"code": "artifact_different", "message": "m" * 199}] * 400
     summary = markdown.summary_markdown(manifest)
     comment = markdown.comment_markdown(manifest)
     assert len(summary) <= 65_535 and "cut here" in summary

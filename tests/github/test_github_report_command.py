@@ -116,8 +116,9 @@ def test_reporting_failure_exits_1_and_keeps_the_manifest(
     ("content", "extra", "message"),
     [
         (None, [], "manifest not found"),
-        ("{oops", [], "is not JSON"),
-        ('{"verdict": "pass"}', [], "is invalid: "),
+        ("{oops", [], "not valid JSON (line 1)"),
+        ('{"verdict": "pass"}', [], "not a repro-gate manifest (no schema_version)"),
+        ('{"schema_version": 2}', [], "not a valid manifest: "),
         ("valid", ["--repo", "not-a-repo"], "--repo must be OWNER/NAME"),
         ("valid", ["--sha", "main"], "--sha must be a full commit SHA"),
     ],

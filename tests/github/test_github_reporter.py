@@ -13,6 +13,7 @@ from github_env import FAST, HEAD_SHA, PR_NUMBER, actions_environment, ops_in_wo
 from github_env import pull_request_payload as pr_payload
 
 from repro_gate import validation
+from repro_gate.config import ReportConfig
 from repro_gate.publish.github.client import RetryPolicy
 from repro_gate.publish.github.reporter import GitHubReporter
 from repro_gate.render import markdown
@@ -30,7 +31,8 @@ def reporter_for(
     **env: Any,
 ) -> GitHubReporter:
     environ = actions_environment(tmp_path, github.base_url, **env)
-    return GitHubReporter.from_environment(gate, settings, environ, policy=policy)
+    report = ReportConfig(**(settings or {}))
+    return GitHubReporter.from_environment(gate, report, environ, policy=policy)
 
 
 def assert_valid(section: dict, manifest: dict) -> None:
@@ -253,13 +255,14 @@ def test_api_down_for_the_whole_run(tmp_path: Path, github: FakeGitHub, manifest
 def test_inactive_outside_actions(tmp_path: Path, github: FakeGitHub, manifest: dict) -> None:
     environ = actions_environment(tmp_path, github.base_url)
     del environ["GITHUB_ACTIONS"]
-    reporter = GitHubReporter.from_environment("repro-gate", None, environ, policy=FAST)
+    reporter = GitHubReporter.from_environment("repro-gate", ReportConfig(), environ, policy=FAST)
     reporter.started()
     section = reporter.finished(manifest)
     assert section == {"active": False, "ok": True, "reason": "not running in GitHub Actions"}
     assert github.seen == []
     environ = actions_environment(tmp_path, github.base_url, token="")
-    section = GitHubReporter.from_environment("repro-gate", None, environ).finished(manifest)
+    reporter = GitHubReporter.from_environment("repro-gate", ReportConfig(), environ)
+    section = reporter.finished(manifest)
     assert "no GitHub token" in section["reason"]
     assert_valid(section, manifest)
 
@@ -275,7 +278,7 @@ def test_huge_manifest_stays_under_github_limits(
     manifest["comparison"]["artifacts"] = [
         {**artifact, "path": f"checkpoints/shard-{i:05d}-{'x' * 60}.safetensors"} for i in range(40)
     ]
-    manifest["reasons"] = [{"code": "artifacts_differ", "message": "r" * 3000}] * 40
+    manifest["reasons"] = [{"code": "artifact_different", "message": "r" * 3000}] * 40
     section = reporter_for(tmp_path, github).finished(manifest)
     (run,) = github.check_runs.values()
     assert len(run["output"]["summary"]) <= 65_535 and len(run["output"]["text"]) <= 65_535

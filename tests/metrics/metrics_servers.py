@@ -265,7 +265,11 @@ def make_manifest(
         "tool": {"name": "repro-gate", "version": "0.1.0"},
         "gate": gate,
         "verdict": verdict,
-        "reasons": [] if verdict == "pass" else [{"code": verdict, "message": f"run {verdict}"}],
+        # A code the gate writes: the manifest schema lists them all.
+        "reasons": [] if verdict == "pass" else [{
+            "code": "artifact_different" if verdict == "fail" else "run_failed",
+            "message": f"run {verdict}",
+        }],
         "started_at": iso(started),
         "finished_at": iso(finished),
         "wall_seconds": 30.0,

@@ -24,6 +24,7 @@ from metrics_servers import (
     wait_until,
 )
 
+from repro_gate.config import MetricsConfig
 from repro_gate.publish.metrics import push_manifest
 from repro_gate.publish.metrics.push import keep_payload
 
@@ -169,7 +170,7 @@ def test_every_query_runs_on_prometheus(
     now = datetime.now(timezone.utc)
     for offset, verdict in ((2, "pass"), (1, "fail")):
         manifest = make_manifest(verdict, finished=now - timedelta(seconds=offset), ops=2)
-        assert push_manifest(manifest, {"runner_slot": "s1"}, tmp_path, environ)["pushed"]
+        assert push_manifest(manifest, MetricsConfig(runner_slot="s1"), tmp_path, environ)["pushed"]
 
     def unanswered() -> list[str]:
         # Every query must parse and run; all but EMPTY_NOW must answer with data.

@@ -29,6 +29,7 @@ from metrics_servers import (
 )
 
 from repro_gate import validation
+from repro_gate.config import MetricsConfig
 from repro_gate.publish.metrics import push_manifest
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
@@ -135,7 +136,8 @@ def test_run_counts_and_sli_are_exact_with_concurrent_gates(
     environ_s1 = push_environment(pushgateway.url)
     burst = [next_manifest(v, ops=2) for v in ("pass", "pass", "fail", "error", "pass")]
     for manifest in burst:
-        section = push_manifest(manifest, {"runner_slot": "s1"}, tmp_path / "burst", environ_s1)
+        slot_s1 = MetricsConfig(runner_slot="s1")
+        section = push_manifest(manifest, slot_s1, tmp_path / "burst", environ_s1)
         assert section["pushed"] and section["counted"], section
 
     # Again two gates at the same moment, now on existing groups, then more runs on s2.
@@ -154,7 +156,7 @@ def test_run_counts_and_sli_are_exact_with_concurrent_gates(
         assert code == 0, err
     for verdict in ("pass", "pass", "error", "pass"):
         section = push_manifest(
-            next_manifest(verdict), {"runner_slot": "s2"}, tmp_path / "late", environ_s1
+            next_manifest(verdict), MetricsConfig(runner_slot="s2"), tmp_path / "late", environ_s1
         )
         assert section["pushed"] and section["counted"], section
 
@@ -216,7 +218,7 @@ def test_gateway_down_keeps_payload_and_push_command_delivers_later(
     environ["REPRO_GATE_PUSHGATEWAY_NEW_GROUP_WAIT"] = "0"
     start = datetime.now(timezone.utc) - timedelta(minutes=10)
     first = make_manifest("pass", finished=start)
-    assert push_manifest(first, {}, tmp_path / "run1", environ)["pushed"]
+    assert push_manifest(first, MetricsConfig(), tmp_path / "run1", environ)["pushed"]
     capfd.readouterr()
 
     pushgateway.stop()
@@ -224,7 +226,7 @@ def test_gateway_down_keeps_payload_and_push_command_delivers_later(
     failed = make_manifest("fail", finished=start + timedelta(minutes=1), output_dir=output_dir)
     before = json.dumps(failed, sort_keys=True)
     began = time.monotonic()
-    section = push_manifest(failed, {}, output_dir, environ)
+    section = push_manifest(failed, MetricsConfig(), output_dir, environ)
     took = time.monotonic() - began
 
     assert section["pushed"] is False
@@ -250,7 +252,7 @@ def test_gateway_down_keeps_payload_and_push_command_delivers_later(
     pushgateway.start()
     # Meanwhile a newer run of the same slot was pushed.
     newer = make_manifest("pass", finished=start + timedelta(minutes=2))
-    assert push_manifest(newer, {}, tmp_path / "run3", environ)["pushed"]
+    assert push_manifest(newer, MetricsConfig(), tmp_path / "run3", environ)["pushed"]
 
     code, out, err = finish(cli_push(path, environ))
     assert code == 0, err
@@ -308,14 +310,14 @@ def test_basic_auth_is_sent_and_a_rejection_is_not_retried(tmp_path: Path) -> No
         environ["REPRO_GATE_PUSHGATEWAY_NEW_GROUP_WAIT"] = "0"
         manifest = make_manifest("pass")
 
-        refused = push_manifest(manifest, {}, tmp_path / "out", environ)
+        refused = push_manifest(manifest, MetricsConfig(), tmp_path / "out", environ)
         assert refused["pushed"] is False
         assert refused["attempts"] == 1
         assert "401" in refused["reason"]
 
         environ["REPRO_GATE_PUSHGATEWAY_USERNAME"] = "gate"
         environ["REPRO_GATE_PUSHGATEWAY_PASSWORD"] = "s3cret"
-        accepted = push_manifest(manifest, {}, tmp_path / "out", environ)
+        accepted = push_manifest(manifest, MetricsConfig(), tmp_path / "out", environ)
         assert accepted["pushed"] is True, accepted
         answer = requests.get(server.url + "/api/v1/metrics", auth=("gate", "s3cret"), timeout=5)
         groups = [g for g in answer.json()["data"] if g["labels"] == group("s1")]

@@ -9,6 +9,7 @@ from metrics_servers import make_fingerprint, make_manifest
 from prometheus_client.parser import text_string_to_metric_families
 
 from repro_gate import validation
+from repro_gate.config import MetricsConfig
 from repro_gate.publish.metrics import push_manifest
 from repro_gate.publish.metrics.push import keep_payload, resolve_target
 from repro_gate.publish.metrics.sli import environment_labels
@@ -103,7 +104,7 @@ def test_environment_info_without_a_fingerprint(tmp_path: Path) -> None:
 
 def test_url_precedence_input_then_environment_then_config() -> None:
     manifest = make_manifest("pass", gate="lm")
-    settings = {"pushgateway_url": "http://config:9091", "job": "ml-ci", "runner_slot": "gpu-2"}
+    settings = MetricsConfig(pushgateway_url="http://config:9091", job="ml-ci", runner_slot="gpu-2")
     both = {"INPUT_PUSHGATEWAY-URL": "http://input:9091", "REPRO_GATE_PUSHGATEWAY_URL": "env:9091"}
     target = resolve_target(manifest, settings, both)
     assert target is not None and target.url == "http://input:9091"
@@ -116,22 +117,21 @@ def test_url_precedence_input_then_environment_then_config() -> None:
 
 
 def test_credentials_never_show_in_the_section_url() -> None:
-    target = resolve_target(
-        make_manifest("pass"), {}, {"REPRO_GATE_PUSHGATEWAY_URL": "https://u:p@gw.example:9091/pg"}
-    )
+    environ = {"REPRO_GATE_PUSHGATEWAY_URL": "https://u:p@gw.example:9091/pg"}
+    target = resolve_target(make_manifest("pass"), MetricsConfig(), environ)
     assert target is not None
     assert target.display_url == "https://gw.example:9091/pg"
 
 
 def test_no_gateway_configured(tmp_path: Path) -> None:
-    section = push_manifest(make_manifest("pass"), None, tmp_path, environ={})
+    section = push_manifest(make_manifest("pass"), MetricsConfig(), tmp_path, environ={})
     assert section == {"pushed": False, "reason": "no pushgateway configured"}
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_bad_url_is_a_section_not_an_exception(tmp_path: Path) -> None:
     section = push_manifest(
-        make_manifest("pass"), {"pushgateway_url": "ftp://gw:21"}, tmp_path, environ={}
+        make_manifest("pass"), MetricsConfig(pushgateway_url="ftp://gw:21"), tmp_path, environ={}
     )
     assert section["pushed"] is False
     assert "not http or https" in section["reason"]

@@ -1,11 +1,8 @@
-"""Command-line flags for every configuration key, and their translation into config overrides."""
+"""Command-line flags for every configuration key (`config.overrides.from_flags` reads them)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
-
-from repro_gate.config.loader import parse_env_pairs, parse_tolerance
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -78,58 +75,3 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--runner-slot", metavar="SLOT", help="runner slot label (bounded)")
     parser.add_argument("-o", "--output-dir", help="where the manifest and runs go"
                                                    " (default repro-gate-out)")
-
-
-def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """Config keys set on the command line, shaped like the config file."""
-    values: dict[str, Any] = {}
-
-    def put(key: str, value: Any, section: str | None = None) -> None:
-        if value is None:
-            return
-        if section:
-            values.setdefault(section, {})[key] = value
-        else:
-            values[key] = value
-
-    trailing = [a for a in (getattr(args, "trailing_command", None) or []) if a != "--"]
-    put("command", trailing or args.command_line)
-    for key in ("name", "workdir", "artifacts", "seed", "runs", "timeout", "data", "determinism",
-                "fail_fast", "baseline", "device", "image", "network", "output_dir"):
-        put(key, getattr(args, key))
-    if args.tolerance is not None:
-        put("tolerance", parse_tolerance(args.tolerance))
-    if args.env:
-        put("env", parse_env_pairs(args.env))
-    if args.gpus is not None:
-        put("gpus", _parse_gpus(args.gpus))
-    put("enabled", args.cost_enabled, "cost")
-    put("steps", args.cost_steps, "cost")
-    put("warmup", args.cost_warmup, "cost")
-    put("noise_floor", args.noise_floor, "cost")
-    put("steps", args.steps, "reference")
-    put("batch_size", args.batch_size, "reference")
-    put("width", args.width, "reference")
-    put("memory", args.memory, "container")
-    put("pids", args.pids, "container")
-    put("user", args.user, "container")
-    put("keep", args.keep, "container")
-    put("env_allow", args.env_allow, "container")
-    put("enabled", args.report_enabled, "report")
-    put("status", args.report_status, "report")
-    put("comment", args.comment, "report")
-    put("error_conclusion", args.error_conclusion, "report")
-    put("timeout", args.report_timeout, "report")
-    put("pushgateway_url", args.pushgateway_url, "metrics")
-    put("job", args.metrics_job, "metrics")
-    put("runner_slot", args.runner_slot, "metrics")
-    return values
-
-
-def _parse_gpus(text: str) -> str | int | list[str]:
-    text = text.strip()
-    if text in ("all", "none"):
-        return text
-    if text.isdigit():
-        return int(text)
-    return [part.strip() for part in text.split(",") if part.strip()]

@@ -48,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except GateError as error:
+        # The one place that prints a GateError; commands raise it and never print it themselves.
         print(f"repro-gate: error: {error.message}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:

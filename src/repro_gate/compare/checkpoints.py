@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 import torch
 
 from repro_gate.compare.structured import ROOT
-from repro_gate.errors import GateError, MissingDependencyError
+from repro_gate.errors import ErrorKind, GateError, MissingDependencyError, one_line
 
 # The first pickle of a legacy (pre-zip) torch.save file holds this number.
 LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
@@ -45,14 +45,17 @@ class Checkpoint:
 
 
 class NotComparable(Exception):
-    """The file cannot be compared tensor by tensor (but is not corrupt); the message says why."""
+    """The file cannot be compared tensor by tensor (but is not corrupt); the message says why.
+
+    Caught by `compare.artifacts`, which then compares the file by bytes: never seen by a user.
+    """
 
 
 def load_torch(path: Path, rel_path: str, run: str) -> Checkpoint:
     """Load a torch.save file with `weights_only=True` and flatten it to dotted names.
 
     Raises NotComparable when the file is no torch.save file (`.bin` only) or holds objects
-    that `weights_only` refuses; GateError(kind="checkpoint_unreadable") when it is corrupt.
+    that `weights_only` refuses; GateError(CHECKPOINT_UNREADABLE) when it is corrupt.
     """
     layout = torch_save_layout(path)
     if layout is None:
@@ -115,7 +118,8 @@ def load_safetensors(path: Path, rel_path: str, run: str) -> Checkpoint:
 def unreadable(rel_path: str, run: str, reason: str) -> GateError:
     """The error for a checkpoint that cannot be read at all."""
     return GateError(
-        f"cannot read checkpoint {rel_path} from run {run}: {reason}", kind="checkpoint_unreadable"
+        f"cannot read checkpoint {rel_path} from run {run}: {reason}",
+        kind=ErrorKind.CHECKPOINT_UNREADABLE,
     )
 
 
@@ -225,7 +229,4 @@ def reason(error: BaseException) -> str:
     """A short one-line reason from a loader's exception (first sentence of its first line)."""
     if isinstance(error, EOFError):
         return "unexpected end of file (truncated?)"
-    lines = str(error).strip().splitlines()
-    if not lines:
-        return type(error).__name__
-    return lines[0].split(". ")[0].strip()[:200]
+    return one_line(error, 200).split(". ")[0]

@@ -1,4 +1,4 @@
-"""Comparing files by their bytes (sha256)."""
+"""Comparing files by their bytes (sha256); `sha256_file` also serves the data fingerprint."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from typing import Any
 
 from repro_gate.compare.status import DIFFERENT, EQUAL
 
-CHUNK_BYTES = 4 * 1024 * 1024
+# 1 MiB: as fast as 4 MiB on large files, faster on many small ones hashed in parallel threads
+# (hashlib releases the GIL while it hashes a chunk, so threads scale).
+CHUNK_BYTES = 1 << 20
 
 
 def sha256_file(path: Path) -> str:
-    """Hex sha256 of the file at `path`, read in large chunks into one reused buffer."""
+    """Hex sha256 of the file at `path`, streamed in chunks through one reused buffer."""
     digest = hashlib.sha256()
     buffer = bytearray(CHUNK_BYTES)
     view = memoryview(buffer)

@@ -8,7 +8,8 @@ from typing import Any
 
 from repro_gate.compare import compare_artifact, sha256_file, tolerance_for
 from repro_gate.compare.trajectory import compare_trajectories
-from repro_gate.errors import GateError
+from repro_gate.config import ToleranceConfig
+from repro_gate.errors import ErrorKind, GateError
 
 
 @dataclass
@@ -26,7 +27,7 @@ class RunSide:
         return self.artifacts.keys() | self.digests.keys()
 
 
-def compare_runs(sides: list[RunSide], tolerance: Any) -> dict[str, Any]:
+def compare_runs(sides: list[RunSide], tolerance: ToleranceConfig) -> dict[str, Any]:
     """Compare the first run with every other one; the manifest's `comparison` section."""
     comparison = empty_comparison(tolerance)
     if len(sides) < 2:
@@ -41,10 +42,10 @@ def compare_runs(sides: list[RunSide], tolerance: Any) -> dict[str, Any]:
     return comparison
 
 
-def empty_comparison(tolerance: Any) -> dict[str, Any]:
+def empty_comparison(tolerance: ToleranceConfig) -> dict[str, Any]:
     """A comparison with nothing in it yet."""
     return {
-        "basis": "bitwise" if tolerance in (None, "bitwise") else "tolerance",
+        "basis": "bitwise" if tolerance.bitwise else "tolerance",
         "artifacts": [],
         "trajectory": {"steps_compared": 0, "status": "not_recorded", "steps": {}},
         "first_divergence": None,
@@ -57,7 +58,7 @@ def check_something_compared(comparison: dict[str, Any]) -> None:
         raise GateError(
             "nothing to compare: the runs wrote no artifacts and no optimizer step was seen"
             " (set `artifacts:` to the files your training writes)",
-            kind="nothing_to_compare",
+            kind=ErrorKind.NOTHING_TO_COMPARE,
         )
 
 

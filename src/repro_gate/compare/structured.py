@@ -20,6 +20,7 @@ from repro_gate.compare.status import (
     worst,
 )
 from repro_gate.compare.tolerance import Tolerance
+from repro_gate.errors import one_line
 
 ROOT = "(root)"
 # A metric file may hold long per-step lists; keep the manifest small.
@@ -27,7 +28,7 @@ MAX_KEYS_LISTED = 1000
 
 
 class UnparseableError(ValueError):
-    """The file is not valid JSON/YAML."""
+    """The file is not valid JSON/YAML; caught by `compare_structured`, which compares bytes."""
 
 
 def compare_structured(
@@ -153,9 +154,3 @@ def summary(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return repr(value)
-
-
-def one_line(error: BaseException) -> str:
-    """The first line of an exception's message, or its type name when it has none."""
-    lines = str(error).strip().splitlines()
-    return lines[0].strip()[:200] if lines else type(error).__name__

@@ -1,4 +1,4 @@
-"""Numeric tolerance for comparing artifacts, chosen per artifact from the config's `tolerance`."""
+"""Numeric tolerance for comparing artifacts, chosen per artifact from the `tolerance` section."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import fnmatch
 import math
 import posixpath
 from dataclasses import dataclass
-from typing import Any
+
+from repro_gate.config import ToleranceConfig
 
 
 @dataclass(frozen=True)
@@ -27,24 +28,20 @@ class Tolerance:
         return {"atol": self.atol, "rtol": self.rtol}
 
 
-def tolerance_for(config_tolerance: str | dict[str, Any] | None, rel_path: str) -> Tolerance | None:
+def tolerance_for(policy: ToleranceConfig, rel_path: str) -> Tolerance | None:
     """The tolerance for the artifact at `rel_path`, or None for a bitwise comparison.
 
     The first `per_artifact` entry whose glob matches the relative path (or its basename) wins;
     values it leaves out come from the top level.
     """
-    if config_tolerance is None or config_tolerance == "bitwise":
+    if policy.bitwise:
         return None
-    if not isinstance(config_tolerance, dict):
-        raise ValueError(f"tolerance must be 'bitwise' or a mapping, not {config_tolerance!r}")
-    atol = float(config_tolerance.get("atol", 0.0))
-    rtol = float(config_tolerance.get("rtol", 0.0))
     posix_path = rel_path.replace("\\", "/")
     basename = posixpath.basename(posix_path)
-    for entry in config_tolerance.get("per_artifact", []):
-        glob = entry["glob"]
-        if fnmatch.fnmatchcase(posix_path, glob) or fnmatch.fnmatchcase(basename, glob):
+    for entry in policy.per_artifact:
+        if fnmatch.fnmatchcase(posix_path, entry.glob) or fnmatch.fnmatchcase(basename, entry.glob):
             return Tolerance(
-                atol=float(entry.get("atol", atol)), rtol=float(entry.get("rtol", rtol))
+                atol=policy.atol if entry.atol is None else entry.atol,
+                rtol=policy.rtol if entry.rtol is None else entry.rtol,
             )
-    return Tolerance(atol=atol, rtol=rtol)
+    return Tolerance(atol=policy.atol, rtol=policy.rtol)

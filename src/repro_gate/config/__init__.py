@@ -1,0 +1,28 @@
+"""The gate's configuration: loaded from `.repro-gate.yml`, flags and action inputs, typed."""
+
+from repro_gate.config.loader import load, recorded_section
+from repro_gate.config.model import (
+    DEFAULT_NAME,
+    DEFAULT_OUTPUT_DIR,
+    Config,
+    ContainerConfig,
+    CostConfig,
+    MetricsConfig,
+    ReferenceConfig,
+    ReportConfig,
+    ToleranceConfig,
+)
+
+__all__ = [
+    "DEFAULT_NAME",
+    "DEFAULT_OUTPUT_DIR",
+    "Config",
+    "ContainerConfig",
+    "CostConfig",
+    "MetricsConfig",
+    "ReferenceConfig",
+    "ReportConfig",
+    "ToleranceConfig",
+    "load",
+    "recorded_section",
+]

@@ -1,4 +1,4 @@
-"""Load `.repro-gate.yml`, merge command-line overrides, validate, and fill in defaults."""
+"""Load `.repro-gate.yml`, merge overrides, validate against the schema, and build `Config`."""
 
 from __future__ import annotations
 
@@ -10,25 +10,10 @@ from typing import Any
 import yaml
 
 from repro_gate import validation
-from repro_gate.errors import ConfigError
+from repro_gate.config.model import DEFAULT_OUTPUT_DIR, Config
+from repro_gate.errors import ConfigError, one_line
 
 CONFIG_FILENAMES = (".repro-gate.yml", ".repro-gate.yaml")
-
-DEFAULTS: dict[str, Any] = {
-    "name": "repro-gate",
-    "seed": 0,
-    "runs": 2,
-    "tolerance": "bitwise",
-    "env": {},
-    "determinism": "warn",
-    "cost": {"enabled": True, "steps": 0, "warmup": 3, "noise_floor": False},
-    "fail_fast": True,
-    "device": "auto",
-    "reference": {"steps": 30, "batch_size": 32, "width": 32},
-    "output_dir": "repro-gate-out",
-    "data": [],
-}
-
 
 def find_config_file(directory: Path) -> Path | None:
     """The `.repro-gate.yml` in `directory`, or None."""
@@ -52,7 +37,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        problem = one_line(getattr(error, "problem", None) or error)
         raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
     if data is None:
         return {}
@@ -61,7 +46,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def load(config_path: Path | None, overrides: dict[str, Any], cwd: Path) -> dict[str, Any]:
+def load(config_path: Path | None, overrides: dict[str, Any], cwd: Path) -> Config:
     """The effective configuration: file (explicit or found in `cwd`) < overrides < defaults.
 
     Relative paths in the file are resolved against the file's directory; those given on the
@@ -73,8 +58,18 @@ def load(config_path: Path | None, overrides: dict[str, Any], cwd: Path) -> dict
     merged = _merge(from_file, overrides)
     validate(merged, source="configuration")
     base_dir = path.parent if path is not None else cwd
-    return resolve(merged, base_dir=base_dir.resolve(), cwd=cwd.resolve(), file_keys=set(from_file),
-                   config_path=path)
+    document = resolve(merged, base_dir=base_dir.resolve(), cwd=cwd.resolve(),
+                       file_keys=set(from_file), config_path=path)
+    return Config.from_document(document)
+
+
+def recorded_section(recorded: Any, name: str, source: str) -> dict[str, Any]:
+    """Section `name` of a configuration recorded in a manifest, checked like user input."""
+    section = recorded.get(name) if isinstance(recorded, dict) else None
+    if section is None:
+        return {}
+    validate({name: section}, source=f"{source}: config")
+    return dict(section)
 
 
 def validate(config: dict[str, Any], source: str) -> None:
@@ -91,8 +86,8 @@ def resolve(
     file_keys: set[str],
     config_path: Path | None,
 ) -> dict[str, Any]:
-    """Fill defaults, split a string command, and make paths absolute."""
-    effective = _merge(DEFAULTS, config)
+    """Split a string command and make paths absolute; `Config` fills in the defaults."""
+    effective = copy.deepcopy(config)
 
     def absolute(key: str, value: str) -> str:
         root = base_dir if key in file_keys else cwd
@@ -106,42 +101,13 @@ def resolve(
         if not effective["command"]:
             raise ConfigError("command: must not be empty")
     effective["workdir"] = absolute("workdir", effective.get("workdir", "."))
-    effective["output_dir"] = absolute("output_dir", effective["output_dir"])
-    effective["data"] = [absolute("data", p) for p in effective["data"]]
+    effective["output_dir"] = absolute("output_dir",
+                                       effective.get("output_dir", DEFAULT_OUTPUT_DIR))
+    effective["data"] = [absolute("data", p) for p in effective.get("data", [])]
     if "baseline" in effective:
         effective["baseline"] = absolute("baseline", effective["baseline"])
     effective["config_file"] = str(config_path.resolve()) if config_path else None
     return effective
-
-
-def parse_tolerance(text: str) -> str | dict[str, float]:
-    """`bitwise` or `atol=1e-6,rtol=1e-5` from the command line."""
-    if text.strip() == "bitwise":
-        return "bitwise"
-    values: dict[str, float] = {}
-    for part in text.split(","):
-        key, sep, raw = part.partition("=")
-        key = key.strip()
-        if not sep or key not in ("atol", "rtol"):
-            raise ConfigError(
-                f"--tolerance: expected 'bitwise' or 'atol=X,rtol=Y', got {text!r}"
-            )
-        try:
-            values[key] = float(raw)
-        except ValueError:
-            raise ConfigError(f"--tolerance: {key} must be a number, got {raw!r}") from None
-    return values
-
-
-def parse_env_pairs(pairs: list[str]) -> dict[str, str]:
-    """`KEY=VALUE` strings from repeated `--env` flags."""
-    env: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--env: expected KEY=VALUE, got {pair!r}")
-        env[key] = value
-    return env
 
 
 def _merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

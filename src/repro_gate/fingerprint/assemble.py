@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from repro_gate.config import Config
 from repro_gate.fingerprint.nvml import join_gpus
 from repro_gate.fingerprint.packages import lock_mismatches
 
@@ -54,7 +55,7 @@ def describe_image(configured: str | None, image: dict[str, Any] | None) -> dict
 
 
 def build_fingerprint(
-    config: dict[str, Any],
+    config: Config,
     host: dict[str, Any],
     in_process: dict[str, dict[str, Any] | None],
     image: dict[str, Any] | None,
@@ -74,7 +75,7 @@ def build_fingerprint(
     }
 
 
-def _env(config: dict[str, Any], runtime: dict[str, Any] | None,
+def _env(config: Config, runtime: dict[str, Any] | None,
          lockfiles: list[dict[str, Any]], image: dict[str, Any] | None) -> dict[str, Any]:
     runtime = runtime or {}
     python = runtime.get("python") or {}
@@ -82,7 +83,7 @@ def _env(config: dict[str, Any], runtime: dict[str, Any] | None,
     torch = runtime.get("torch") or {}
     packages = runtime.get("packages") or None
     env: dict[str, Any] = {
-        "image": describe_image(config.get("image"), image),
+        "image": describe_image(config.container.image, image),
         "python": python.get("version"),
         "implementation": python.get("implementation"),
         "os": system.get("os"),
@@ -107,12 +108,12 @@ def _env(config: dict[str, Any], runtime: dict[str, Any] | None,
     return env
 
 
-def _random(config: dict[str, Any], runtime: dict[str, Any] | None) -> dict[str, Any]:
+def _random(config: Config, runtime: dict[str, Any] | None) -> dict[str, Any]:
     runtime = runtime or {}
     random = runtime.get("random") or {}
     seed = random.get("seed")
     return {
-        "seed": seed if seed is not None else config.get("seed"),
+        "seed": seed if seed is not None else config.seed,
         "pythonhashseed": random.get("pythonhashseed"),
         "torch_initial_seed": random.get("torch_initial_seed"),
         "flags": runtime.get("flags") or {},

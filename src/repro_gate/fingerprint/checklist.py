@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from repro_gate.config import Config
 from repro_gate.fingerprint.assemble import deterministic_runs
 
 DEFERRED = "checked during `repro-gate check`"
@@ -29,7 +30,7 @@ class Item:
 
 def evaluate(
     fingerprint: dict[str, Any],
-    config: dict[str, Any],
+    config: Config,
     in_process: dict[str, dict[str, Any] | None] | None,
     *,
     static: bool = False,
@@ -40,7 +41,7 @@ def evaluate(
     items = [
         image_pinned(env.get("image") or {}),
         lockfile_present(env.get("lockfiles") or []),
-        packages_match_lock(env, static=static, in_image=bool(config.get("image"))),
+        packages_match_lock(env, static=static, in_image=bool(config.container.image)),
         clean_tree(fingerprint.get("code") or {}),
         data_checksummed(fingerprint.get("data") or {}),
         seeds_set(config, runs, static=static),
@@ -165,14 +166,11 @@ def data_checksummed(data: dict[str, Any]) -> Item:
                 f"{data.get('files', 0)} files, {data.get('bytes', 0)} bytes, sha256 recorded")
 
 
-def seeds_set(config: dict[str, Any], runs: dict[str, dict[str, Any]], *, static: bool) -> Item:
+def seeds_set(config: Config, runs: dict[str, dict[str, Any]], *, static: bool) -> Item:
     title = "seeds set"
-    if static:
-        if config.get("seed") is None:
-            return Item("seeds", "random", title, "warn", "no seed configured",
-                        "set `seed:` in .repro-gate.yml")
+    if static:  # the configured seed always has a value (default 0)
         return Item("seeds", "random", title, "pass",
-                    f"seed {config['seed']}: the gate seeds python, numpy and torch with it")
+                    f"seed {config.seed}: the gate seeds python, numpy and torch with it")
     if not runs:
         return _no_runs("seeds", title)
     unseeded = [name for name, data in runs.items()
@@ -213,11 +211,11 @@ def cudnn_benchmark_off(runs: dict[str, dict[str, Any]], *, static: bool) -> Ite
     return Item("cudnn_benchmark", "random", title, "pass", "off")
 
 
-def cublas_workspace(config: dict[str, Any], runs: dict[str, dict[str, Any]],
+def cublas_workspace(config: Config, runs: dict[str, dict[str, Any]],
                      fingerprint: dict[str, Any], *, static: bool) -> Item:
     title = "cuBLAS workspace configured"
     fix = "set CUBLAS_WORKSPACE_CONFIG=:4096:8 (or :16:8)"
-    configured = (config.get("env") or {}).get("CUBLAS_WORKSPACE_CONFIG")
+    configured = config.env.get("CUBLAS_WORKSPACE_CONFIG")
     if configured is not None and configured not in GOOD_CUBLAS_CONFIGS:
         return Item("cublas_workspace", "random", title, "fail",
                     f"`env` sets CUBLAS_WORKSPACE_CONFIG={configured}", fix + " in `env:`")

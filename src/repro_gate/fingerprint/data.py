@@ -12,23 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-CHUNK_BYTES = 1 << 20
+from repro_gate.compare.files import sha256_file
+
 # Per-file digests are kept (for diffs that name files) up to this many files per path.
 MAX_LISTED_FILES = 10_000
-
-
-def sha256_file(path: Path) -> str:
-    """sha256 of one file, read in 1 MiB chunks (hashlib releases the GIL, so threads scale)."""
-    digest = hashlib.sha256()
-    buffer = bytearray(CHUNK_BYTES)
-    view = memoryview(buffer)
-    with open(path, "rb", buffering=0) as handle:
-        while True:
-            count = handle.readinto(buffer)
-            if not count:
-                break
-            digest.update(view[:count])
-    return digest.hexdigest()
 
 
 def list_files(root: Path) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,11 @@ from repro_gate.fingerprint.hardware import collect_cpu, collect_gpus
 from repro_gate.fingerprint.lockfiles import describe_lockfile, find_lockfiles
 
 
-def collect_host(config: dict[str, Any], workdir: Path, *, hash_data_files: bool = True
+def collect_host(data_paths: Sequence[Path], workdir: Path, *, hash_data_files: bool = True
                  ) -> dict[str, Any]:
     """Host-side facts; with `hash_data_files=False` data paths are only checked to exist."""
     workdir = Path(workdir)
-    data_paths = list(config.get("data") or [])
+    data_paths = [str(path) for path in data_paths]
     data = hash_data(data_paths, workdir) if hash_data_files else list_data(data_paths, workdir)
     return {
         "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from repro_gate.errors import one_line
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
@@ -93,7 +95,7 @@ def describe_lockfile(path: Path, label: str) -> dict[str, Any]:
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError,
             yaml.YAMLError) as error:
         entry.update(pins={}, packages=0, hash_pinned=False, unpinned=[],
-                     error=f"cannot parse: {_one_line(error)}")
+                     error=f"cannot parse: {one_line(error)}")
         return entry
     entry.update(parsed)
     if format_name == "requirements" and entry["unpinned"]:
@@ -302,8 +304,3 @@ def _result(pins: Pins, packages: int, hash_pinned: bool, unpinned: list[str],
     }
     result.update({key: value for key, value in extra.items() if value is not None})
     return result
-
-
-def _one_line(error: Exception) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__

@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from repro_gate.errors import one_line
+
 # Raw value of one NVML call: the value, or {"error": "..."} when the call raised.
 Raw = Any
 
@@ -25,7 +27,7 @@ def read_nvml() -> dict[str, Any]:
     try:
         pynvml.nvmlInit()
     except Exception as error:  # NVMLError_LibraryNotFound, _DriverNotLoaded, ...
-        return {"error": f"NVML is not available: {_text(error)}"}
+        return {"error": f"NVML is not available: {one_line(error)}"}
     try:
         raw: dict[str, Any] = {
             "driver_version": _call(pynvml.nvmlSystemGetDriverVersion),
@@ -53,7 +55,7 @@ def read_nvml() -> dict[str, Any]:
             )
         return raw
     except Exception as error:
-        return {"error": f"NVML query failed: {_text(error)}"}
+        return {"error": f"NVML query failed: {one_line(error)}"}
     finally:
         with contextlib.suppress(Exception):
             pynvml.nvmlShutdown()
@@ -143,11 +145,8 @@ def _call(function: Any, *args: Any) -> Raw:
     try:
         return function(*args)
     except Exception as error:
-        return {"error": _text(error)}
+        return {"error": one_line(error)}
 
-
-def _text(error: Exception) -> str:
-    return str(error).strip() or type(error).__name__
 
 
 def _text_or_none(value: Raw) -> str | None:

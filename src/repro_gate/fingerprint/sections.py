@@ -5,15 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from repro_gate.config import Config
+from repro_gate.errors import ErrorKind
 from repro_gate.fingerprint.assemble import build_fingerprint
 from repro_gate.fingerprint.checklist import evaluate
 from repro_gate.fingerprint.diff import environment_diff
-from repro_gate.fingerprint.documents import read_document
 from repro_gate.fingerprint.identity import config_hash
+from repro_gate.manifest import read_document
 
 
 def manifest_sections(
-    config: dict[str, Any],
+    config: Config,
     host: dict[str, Any],
     in_process: dict[str, dict[str, Any] | None],
     image: dict[str, Any] | None,
@@ -21,7 +23,8 @@ def manifest_sections(
 ) -> dict[str, Any]:
     """`fingerprint`, `checklist`, `config_hash`, and `environment_diff` when a baseline is given.
 
-    A baseline that is missing, unreadable or not a manifest raises GateError(kind="baseline").
+    A baseline that is missing, unreadable or not a manifest raises GateError(kind="baseline");
+    one written by a newer repro-gate, GateError(kind="manifest_version").
     """
     fingerprint = build_fingerprint(config, host, in_process, image)
     sections: dict[str, Any] = {
@@ -30,6 +33,6 @@ def manifest_sections(
         "config_hash": config_hash(fingerprint),
     }
     if baseline is not None:
-        old = read_document(Path(baseline), kind="baseline")
+        old = read_document(Path(baseline), kind=ErrorKind.BASELINE)
         sections["environment_diff"] = environment_diff(old, {"fingerprint": fingerprint})
     return sections

@@ -10,10 +10,11 @@ from typing import Any
 from repro_gate import probe
 from repro_gate.compare import sha256_file
 from repro_gate.compare.runs import RunSide
+from repro_gate.config import Config
 from repro_gate.gate import collect as artifacts
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
 
-REFERENCE_DIR = Path(__file__).parent / "reference"
+REFERENCE_DIR = Path(__file__).parents[1] / "reference"
 REFERENCE_MODULE = "repro_gate_reference"
 CUBLAS_WORKSPACE_CONFIG = ":4096:8"
 DEFAULT_RUN_NAMES = ("default", "default2")  # the cost run, then the noise-floor run
@@ -85,39 +86,39 @@ class RunRecord:
         return entry
 
 
-def command_argv(config: dict[str, Any], launcher: Launcher) -> tuple[list[str], list[Path]]:
+def command_argv(config: Config, launcher: Launcher) -> tuple[list[str], list[Path]]:
     """The command to run and the extra PYTHONPATH entries it needs (the reference's directory)."""
-    if config.get("command"):
-        return list(config["command"]), []
-    reference = config["reference"]
+    if config.command:
+        return list(config.command), []
+    reference = config.reference
     argv = [
         launcher.python_executable(), "-m", REFERENCE_MODULE,
-        "--steps", str(reference["steps"]),
-        "--batch-size", str(reference["batch_size"]),
-        "--width", str(reference["width"]),
-        "--device", config["device"],
+        "--steps", str(reference.steps),
+        "--batch-size", str(reference.batch_size),
+        "--width", str(reference.width),
+        "--device", reference.device,
     ]
     return argv, [REFERENCE_DIR]
 
 
-def run_environment(config: dict[str, Any], mode: Mode, max_steps: int) -> dict[str, str]:
+def run_environment(config: Config, mode: Mode, max_steps: int) -> dict[str, str]:
     """Variables of the probe contract for one run, then the user's `env` on top."""
     env = {
         probe.ENV_MODE: mode,
-        probe.ENV_SEED: str(config["seed"]),
-        probe.ENV_DETERMINISM: config["determinism"],
+        probe.ENV_SEED: str(config.seed),
+        probe.ENV_DETERMINISM: config.determinism,
     }
     if max_steps > 0:
         env[probe.ENV_MAX_STEPS] = str(max_steps)
     if mode == "deterministic":
-        env["PYTHONHASHSEED"] = str(config["seed"])
+        env["PYTHONHASHSEED"] = str(config.seed)
         env["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE_CONFIG
-    env.update(config["env"])
+    env.update(config.env)
     return env
 
 
 def build_spec(
-    config: dict[str, Any],
+    config: Config,
     launcher: Launcher,
     name: str,
     mode: Mode,
@@ -125,7 +126,7 @@ def build_spec(
     max_steps: int = 0,
 ) -> RunSpec:
     """A fresh run directory and the spec of one run."""
-    output_dir = Path(config["output_dir"])
+    output_dir = config.output_dir
     run_dir = output_dir / "runs" / name
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -135,10 +136,10 @@ def build_spec(
         name=name,
         mode=mode,
         argv=argv,
-        workdir=Path(config["workdir"]),
+        workdir=config.workdir,
         run_dir=run_dir,
         env=run_environment(config, mode, max_steps),
-        timeout=config.get("timeout"),
+        timeout=config.timeout,
         log_path=output_dir / "logs" / f"{name}.log",
         python_path=[probe.INJECT_DIR, *extra_path],
         reference_trajectory=reference_trajectory,

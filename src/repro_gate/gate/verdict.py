@@ -6,6 +6,22 @@ from typing import Any, TypedDict
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 
+# Codes of the `reasons` of a pass or a fail; an error's code is its `errors.ErrorKind`.
+TRAJECTORY_DIVERGED = "trajectory_diverged"
+ARTIFACT_DIFFERENT = "artifact_different"
+ARTIFACT_MISSING = "artifact_missing"
+NONDETERMINISTIC_OP_STRICT = "nondeterministic_op_strict"
+BITWISE_EQUAL = "bitwise_equal"
+WITHIN_TOLERANCE = "within_tolerance"
+REASON_CODES = frozenset({
+    TRAJECTORY_DIVERGED,
+    ARTIFACT_DIFFERENT,
+    ARTIFACT_MISSING,
+    NONDETERMINISTIC_OP_STRICT,
+    BITWISE_EQUAL,
+    WITHIN_TOLERANCE,
+})
+
 
 class Reason(TypedDict):
     code: str
@@ -31,26 +47,26 @@ def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> li
         suffix = f" and {more} more" if more > 0 else ""
         runs = " and ".join(divergence["runs"])
         found.append(reason(
-            "trajectory_diverged",
+            TRAJECTORY_DIVERGED,
             f"runs {runs} diverge at step {divergence['step']}: {names}{suffix}",
         ))
     for item in comparison["artifacts"]:
         runs = item.get("runs", ["A", "B"])
         if item["status"] == "different":
             found.append(reason(
-                "artifact_different",
+                ARTIFACT_DIFFERENT,
                 f"{item['path']} differs between runs {runs[0]} and {runs[1]}"
                 + _tensor_count(item),
             ))
         elif item["status"] in ("missing_in_a", "missing_in_b"):
             present = runs[1] if item["status"] == "missing_in_a" else runs[0]
             found.append(reason(
-                "artifact_missing", f"{item['path']} is present in run {present} only"
+                ARTIFACT_MISSING, f"{item['path']} is present in run {present} only"
             ))
     for op in strict_ops:
         where = f" at {op['file']}:{op['line']}" if op.get("file") else ""
         found.append(reason(
-            "nondeterministic_op_strict",
+            NONDETERMINISTIC_OP_STRICT,
             f"{op['op']}{where} has no deterministic implementation and determinism is strict",
         ))
     return found
@@ -64,7 +80,7 @@ def successes(comparison: dict[str, Any], compared_runs: int) -> list[Reason]:
     within = [a for a in items if a["status"] == "within_tolerance"]
     divergence = comparison.get("first_divergence")
     if not within and not divergence:
-        return [reason("bitwise_equal",
+        return [reason(BITWISE_EQUAL,
                        f"{compared_runs} deterministic runs are bitwise equal: {what}")]
     parts = [f"{compared_runs} deterministic runs agree within tolerance on {what}"]
     if within:
@@ -72,7 +88,7 @@ def successes(comparison: dict[str, Any], compared_runs: int) -> list[Reason]:
         parts.append(f"not bitwise: {', '.join(a['path'] for a in within)} ({bounds})")
     if divergence:
         parts.append(f"steps differ bitwise from step {divergence['step']}")
-    return [reason("within_tolerance", "; ".join(parts))]
+    return [reason(WITHIN_TOLERANCE, "; ".join(parts))]
 
 
 def _tensor_count(item: dict[str, Any]) -> str:

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
-import socket
 import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -29,58 +26,28 @@ import docker.errors
 import docker.types
 import requests.exceptions
 
-from repro_gate.errors import GateError
+from repro_gate.config import ContainerConfig
+from repro_gate.config.model import Gpus
+from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.launch.base import LineSink, RunOutcome, RunSpec
+from repro_gate.launch.host_paths import PathTranslator
 from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
 
 CONTAINER_PYTHON_PATH = PurePosixPath("/repro-gate/python-path")
 # Used when the workspace belongs to root: the training never runs as root.
 NOBODY = "65534:65534"
-DEFAULT_PIDS_LIMIT = 4096
 # PyTorch DataLoader workers pass batches through /dev/shm; Docker's 64 MiB default is too small.
 DEFAULT_SHM_SIZE = "1g"
 STOP_GRACE_SECONDS = 5
 LABEL_GATE = "org.repro-gate.gate"
 LABEL_RUN = "org.repro-gate.run"
-CONTAINER_ID = re.compile(r"/containers/([0-9a-f]{64})/")
 
 
-@dataclass
-class ContainerSettings:
-    """The container part of the configuration, with defaults filled in."""
-
-    image: str
-    gpus: str | int | list[str] = "none"
-    network: str = "none"
-    user: str | None = None  # None: the workspace owner, or nobody when that is root
-    memory: str | None = None
-    pids: int = DEFAULT_PIDS_LIMIT
-    keep: bool = False
-    env_allow: list[str] = field(default_factory=list)
-    gate: str = "repro-gate"
-
-    @classmethod
-    def from_config(cls, config: Mapping[str, Any]) -> ContainerSettings:
-        """Read `image`, `gpus`, `network` and the `container` section of a configuration."""
-        container = config.get("container") or {}
-        return cls(
-            image=config["image"],
-            gpus=config.get("gpus", "none"),
-            network=config.get("network", "none"),
-            user=container.get("user"),
-            memory=container.get("memory"),
-            pids=container.get("pids", DEFAULT_PIDS_LIMIT),
-            keep=container.get("keep", False),
-            env_allow=list(container.get("env_allow", [])),
-            gate=config.get("name", "repro-gate"),
-        )
-
-
-def device_requests(gpus: str | int | list[str]) -> list[docker.types.DeviceRequest]:
+def device_requests(gpus: Gpus | None) -> list[docker.types.DeviceRequest]:
     """The `--gpus` equivalent: 'all', a count, device IDs/UUIDs, or 'none'/0 for no GPU."""
     if gpus == "all":
         return [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]
-    if isinstance(gpus, list):
+    if isinstance(gpus, tuple | list):
         return [docker.types.DeviceRequest(device_ids=list(gpus), capabilities=[["gpu"]])]
     if isinstance(gpus, int) and gpus > 0:
         return [docker.types.DeviceRequest(count=gpus, capabilities=[["gpu"]])]
@@ -95,7 +62,7 @@ def connect() -> docker.DockerClient:
     except (docker.errors.DockerException, requests.exceptions.RequestException) as error:
         where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
         raise GateError(
-            f"cannot reach the Docker daemon at {where}: {_first_line(error)}", kind="docker"
+            f"cannot reach the Docker daemon at {where}: {one_line(error)}", kind=ErrorKind.DOCKER
         ) from None
     return client
 
@@ -108,14 +75,14 @@ def resolve_image(client: docker.DockerClient, reference: str) -> docker.models.
         pass
     except docker.errors.APIError as error:
         raise GateError(
-            f"cannot inspect image {reference}: {_explain(error)}", kind="docker"
+            f"cannot inspect image {reference}: {_explain(error)}", kind=ErrorKind.DOCKER
         ) from None
     try:
         return client.images.pull(reference)
     except (docker.errors.APIError, docker.errors.DockerException) as error:
         raise GateError(
             f"image {reference} not found locally and could not be pulled: {_explain(error)}",
-            kind="image_not_found",
+            kind=ErrorKind.IMAGE_NOT_FOUND,
         ) from None
 
 
@@ -126,66 +93,6 @@ def image_record(reference: str, image: docker.models.images.Image) -> dict[str,
         "id": image.id,
         "repo_digests": list(image.attrs.get("RepoDigests") or []),
     }
-
-
-class PathTranslator:
-    """Maps paths the gate sees to paths on the daemon's host.
-
-    Outside a container they are the same. Inside one, a path is mapped through the longest
-    mount destination that contains it; a path under no mount has no host path.
-    """
-
-    def __init__(self, mounts: list[tuple[str, str]] | None) -> None:
-        # (destination in the gate's container, source on the host), longest first
-        self.mounts = None if mounts is None else sorted(mounts, key=lambda m: -len(m[0]))
-
-    def host_path(self, path: Path) -> str | None:
-        """The host path of `path`, or None when it is not on any mount."""
-        if self.mounts is None:
-            return str(path)
-        for destination, source in self.mounts:
-            try:
-                rest = PurePosixPath(path).relative_to(destination)
-            except ValueError:
-                continue
-            return str(PurePosixPath(source) / rest) if str(rest) != "." else source
-        return None
-
-    @classmethod
-    def for_this_process(cls, client: docker.DockerClient) -> PathTranslator:
-        """The translator for wherever the gate runs: on the host, or in a container."""
-        container_id = own_container_id()
-        if container_id is None:
-            return cls(None)
-        try:
-            attrs = client.containers.get(container_id).attrs
-        except docker.errors.NotFound:
-            return cls(None)  # a container of another daemon: paths are shared as they are
-        except docker.errors.APIError as error:
-            raise GateError(
-                f"cannot inspect the gate's own container {container_id[:12]}: {_explain(error)}",
-                kind="docker",
-            ) from None
-        mounts = [
-            (m["Destination"], m["Source"]) for m in attrs.get("Mounts", []) if m.get("Source")
-        ]
-        return cls(mounts)
-
-
-def own_container_id(mountinfo: Path = Path("/proc/self/mountinfo")) -> str | None:
-    """The ID of the Docker container this process runs in, or None on a host."""
-    try:
-        text = mountinfo.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        text = ""
-    # Docker bind-mounts /etc/hostname, /etc/hosts and /etc/resolv.conf from the container's dir.
-    for line in text.splitlines():
-        found = CONTAINER_ID.search(line)
-        if found:
-            return found.group(1)
-    if Path("/.dockerenv").exists():
-        return socket.gethostname()  # Docker's default hostname is the short container ID
-    return None
 
 
 def default_user(workdir: Path) -> str:
@@ -218,23 +125,26 @@ class DockerLauncher:
 
     def __init__(
         self,
-        settings: ContainerSettings,
+        settings: ContainerConfig,
+        gate: str,
         client: docker.DockerClient,
         translator: PathTranslator,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
+        self.gate = gate
         self.client = client
         self.translator = translator
         self.environ = os.environ if environ is None else environ
         self._image: docker.models.images.Image | None = None
 
     @classmethod
-    def from_config(cls, config: dict[str, Any]) -> DockerLauncher:
+    def connect(cls, settings: ContainerConfig, gate: str) -> DockerLauncher:
         """Connect to the daemon and find out where the gate runs; the image is resolved lazily."""
-        settings = ContainerSettings.from_config(config)
+        if not settings.image:
+            raise ValueError("a Docker launcher needs an image")
         client = connect()
-        return cls(settings, client, PathTranslator.for_this_process(client))
+        return cls(settings, gate, client, PathTranslator.for_this_process(client))
 
     def python_executable(self) -> str:
         """The image's own interpreter, found on its PATH."""
@@ -276,7 +186,7 @@ class DockerLauncher:
                 mem_limit=self.settings.memory,
                 shm_size=DEFAULT_SHM_SIZE,
                 device_requests=device_requests(self.settings.gpus),
-                labels={LABEL_GATE: self.settings.gate, LABEL_RUN: spec.name},
+                labels={LABEL_GATE: self.gate, LABEL_RUN: spec.name},
                 # tini as PID 1: signals reach the training, orphaned workers are reaped.
                 init=True,
                 stdin_open=False,
@@ -286,7 +196,7 @@ class DockerLauncher:
             shutil.rmtree(staging, ignore_errors=True)
             raise GateError(
                 f"cannot create the container for run {spec.name}: {_explain(error)}",
-                kind="docker",
+                kind=ErrorKind.DOCKER,
             ) from None
         try:
             exit_code, timed_out = self._start_and_wait(container, spec, sink)
@@ -331,7 +241,7 @@ class DockerLauncher:
                     )
                 raise GateError(
                     f"cannot start the container for run {spec.name}: {_explain(error)}{hint}",
-                    kind="docker",
+                    kind=ErrorKind.DOCKER,
                 ) from None
             pump = threading.Thread(target=_pump_logs, args=(container, log, sink), daemon=True)
             pump.start()
@@ -375,7 +285,7 @@ class DockerLauncher:
             raise GateError(
                 f"{path} is not on a volume the Docker host can see; keep the workspace and"
                 " output_dir under the mounted workspace",
-                kind="docker",
+                kind=ErrorKind.DOCKER,
             )
         return docker.types.Mount(target, source, type="bind", read_only=read_only)
 
@@ -455,10 +365,5 @@ def _remove(container: Any) -> None:
 
 
 def _explain(error: Exception) -> str:
-    explanation = getattr(error, "explanation", None)
-    return _first_line(explanation or error)
-
-
-def _first_line(value: object) -> str:
-    text = str(value).strip()
-    return text.splitlines()[0] if text else type(value).__name__
+    """The daemon's own explanation of an API error, on one line."""
+    return one_line(getattr(error, "explanation", None) or error)

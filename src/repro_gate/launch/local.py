@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from repro_gate.errors import GateError
+from repro_gate.errors import ErrorKind, GateError
 from repro_gate.launch.base import LineSink, RunOutcome, RunSpec
 from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
 
@@ -45,15 +45,17 @@ class LocalLauncher:
         except FileNotFoundError:
             raise GateError(
                 f"command not found: {spec.argv[0]} (run {spec.name}, in {spec.workdir})",
-                kind="command_not_found",
+                kind=ErrorKind.COMMAND_NOT_FOUND,
             ) from None
         except PermissionError:
             raise GateError(
                 f"command is not executable: {spec.argv[0]} (run {spec.name})",
-                kind="command_not_found",
+                kind=ErrorKind.COMMAND_NOT_FOUND,
             ) from None
         except NotADirectoryError:
-            raise GateError(f"workdir is not a directory: {spec.workdir}", kind="config") from None
+            raise GateError(
+                f"workdir is not a directory: {spec.workdir}", kind=ErrorKind.CONFIG
+            ) from None
 
         with spec.log_path.open("wb") as log:
             pump = threading.Thread(target=_pump, args=(process, log, sink), daemon=True)

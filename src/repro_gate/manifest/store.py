@@ -1,4 +1,4 @@
-"""The run manifest: validated against `schemas/manifest.schema.json`, written atomically."""
+"""Reading and writing `manifest.json`: every read migrates and validates, every write is atomic."""
 
 from __future__ import annotations
 
@@ -10,60 +10,58 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate import validation
-from repro_gate.errors import GateError
+from repro_gate.errors import ErrorKind, GateError
+from repro_gate.manifest.versions import upgrade, version_of
 
 MANIFEST_NAME = "manifest.json"
 INVALID_MANIFEST_NAME = "manifest.invalid.json"
 
 
-def schema_version() -> int:
-    """The manifest schema version this gate writes."""
-    return int(validation.load("manifest")["properties"]["schema_version"]["const"])
+def read(path: Path) -> dict[str, Any]:
+    """The manifest at `path` in the current shape (older versions migrated), validated.
+
+    GateError kinds: manifest_missing, manifest_invalid, manifest_version (newer than ours).
+    """
+    document = load_object(path, noun="manifest", kind=ErrorKind.MANIFEST_INVALID,
+                           missing_kind=ErrorKind.MANIFEST_MISSING)
+    return current(document, str(path), kind=ErrorKind.MANIFEST_INVALID)
 
 
-def validate(manifest: dict[str, Any]) -> None:
-    """Raise GateError(kind="manifest_invalid") naming each violation."""
-    problems = validation.errors("manifest", manifest)
-    if problems:
-        raise GateError(
-            "manifest does not match its schema: " + "; ".join(problems[:5])
-            + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""),
-            kind="manifest_invalid",
-        )
-
-
-def write(manifest: dict[str, Any], output_dir: Path) -> Path:
-    """Validate, then write `manifest.json` atomically; an invalid one is kept aside."""
+def write(document: dict[str, Any], output_dir: Path) -> Path:
+    """Validate, then write `output_dir/manifest.json` atomically; an invalid one is kept aside
+    as `manifest.invalid.json` for the bug report."""
     try:
-        validate(manifest)
+        validate(document)
     except GateError:
-        write_json_atomic(output_dir / INVALID_MANIFEST_NAME, manifest)
+        write_json_atomic(output_dir / INVALID_MANIFEST_NAME, document)
         raise
     path = output_dir / MANIFEST_NAME
-    write_json_atomic(path, manifest)
+    write_json_atomic(path, document)
     return path
 
 
-def read(path: Path) -> dict[str, Any]:
-    """Load and validate a manifest written earlier; one-line errors for every problem."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GateError(f"manifest {path} not found", kind="manifest_missing") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise GateError(f"cannot read manifest {path}: {error}", kind="manifest_invalid") from None
-    except json.JSONDecodeError as error:
-        raise GateError(f"{path}: not valid JSON: {error}", kind="manifest_invalid") from None
-    if not isinstance(data, dict):
-        raise GateError(f"{path}: not a repro-gate manifest", kind="manifest_invalid")
-    problems = validation.errors("manifest", data)
+def update(path: Path, document: dict[str, Any]) -> None:
+    """Replace the manifest at `path` with `document`, validated first; an invalid document
+    raises GateError(kind="manifest_invalid") and leaves the file as it was."""
+    validate(document)
+    write_json_atomic(path, document)
+
+
+def validate(document: dict[str, Any]) -> None:
+    """Raise GateError(kind="manifest_invalid") naming the violations of the current schema."""
+    problems = validation.errors("manifest", document)
     if problems:
-        raise GateError(f"{path}: not a valid manifest: {problems[0]}", kind="manifest_invalid")
-    return data
+        raise GateError(
+            "manifest does not match its schema: " + _summary(problems, 5),
+            kind=ErrorKind.MANIFEST_INVALID,
+        )
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temporary file beside `path`, then rename it over `path`."""
+    """Write JSON to a temporary file beside `path`, then rename it over `path`.
+
+    A crash at any point leaves either the old file or the new one, never half of one.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -74,6 +72,47 @@ def write_json_atomic(path: Path, data: Any) -> None:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def load_object(path: Path, *, noun: str, kind: ErrorKind, missing_kind: ErrorKind | None = None
+                ) -> dict[str, Any]:
+    """The JSON object in the file at `path`; a one-line GateError(kind) for anything else.
+
+    `noun` names what was expected in the "not found" message; `missing_kind` (default `kind`)
+    is the kind of that error.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GateError(f"{path}: {noun} not found", kind=missing_kind or kind) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise GateError(f"{path}: cannot read: {error}", kind=kind) from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise GateError(f"{path}: not valid JSON (line {error.lineno}): {error.msg}",
+                        kind=kind) from None
+    if not isinstance(document, dict):
+        raise GateError(f"{path}: not a JSON object", kind=kind)
+    return document
+
+
+def current(document: dict[str, Any], source: str, *, kind: ErrorKind) -> dict[str, Any]:
+    """A manifest read from `source`, migrated to the current version and validated.
+
+    Too new: GateError(kind="manifest_version"); anything else wrong: GateError(kind).
+    """
+    upgraded = upgrade(document, version_of(document, source, kind))
+    problems = validation.errors("manifest", upgraded)
+    if problems:
+        raise GateError(f"{source}: not a valid manifest: {_summary(problems, 1)}", kind=kind)
+    return upgraded
+
+
+def _summary(problems: list[str], named: int) -> str:
+    """The first `named` violations, and how many more there are: one line however many."""
+    more = len(problems) - named
+    return "; ".join(problems[:named]) + (f" (and {more} more)" if more > 0 else "")
 
 
 def _finite(value: Any) -> Any:

@@ -2,7 +2,9 @@
 
 The injected code lives in `inject/` (that directory is put first on PYTHONPATH). It may use only
 the standard library plus torch/numpy when importable, and never imports `repro_gate`. It reads
-the variables below and writes its files into `<run dir>/.repro-gate/`.
+the variables below and writes its files into `<run dir>/.repro-gate/`. The probe keeps its own
+copy of these constants in `inject/_repro_gate_contract.py`; tests/probe/test_probe_contract.py
+checks that the two agree.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ ENV_SEED = "REPRO_GATE_SEED"  # integer seed applied in deterministic mode
 ENV_DETERMINISM = "REPRO_GATE_DETERMINISM"  # "warn" or "strict"
 ENV_REFERENCE_TRAJECTORY = "REPRO_GATE_REFERENCE_TRAJECTORY"  # fail-fast: trajectory to match
 ENV_MAX_STEPS = "REPRO_GATE_MAX_STEPS"  # stop cleanly after this many optimizer steps
-ENV_PROBE_DIR = "REPRO_GATE_PROBE_DIR"  # where the probe itself lives (for chaining)
 
 # Files the probe writes, relative to the run directory.
 PROBE_SUBDIR = ".repro-gate"

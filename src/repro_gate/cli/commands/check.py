@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from repro_gate.cli.flags import add_config_options, overrides_from_args
-from repro_gate.config import loader as config_loader
-from repro_gate.errors import EXIT_ERROR, GateError
-from repro_gate.gate import pipeline as gate
-from repro_gate.publish import actions as github_actions
+from repro_gate import config, publish
+from repro_gate.cli.flags import add_config_options
+from repro_gate.cli.sinks import stderr_sink_for
+from repro_gate.config import DEFAULT_OUTPUT_DIR, overrides
+from repro_gate.errors import GateError
+from repro_gate.gate.pipeline import configuration_error, run_gate
+from repro_gate.launch import launcher_for
 from repro_gate.render import console
 
 EPILOG = """\
@@ -46,13 +47,14 @@ def add_parser(subparsers: Any, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Load the config, run the gate, print the report; returns the verdict's exit code."""
     try:
-        effective = config_loader.load(
-            Path(args.config) if args.config else None, overrides_from_args(args), Path.cwd()
-        )
+        config_path = Path(args.config) if args.config else None
+        effective = config.load(config_path, overrides.from_flags(args), Path.cwd())
     except GateError as error:
-        return _config_error(error, args)
-    outcome = gate.run_gate(effective, gate.stderr_sink_for(args.quiet))
-    github_actions.publish(outcome.manifest, manifest_path=outcome.manifest_path)
+        output_dir = Path(args.output_dir or DEFAULT_OUTPUT_DIR).absolute()
+        _record_configuration_error(error, output_dir, args.json)
+        raise
+    publisher = publish.for_gate(effective)
+    outcome = run_gate(effective, launcher_for, publisher, stderr_sink_for(args.quiet))
     if args.json:
         print(json.dumps(outcome.manifest, indent=2))
     else:
@@ -61,14 +63,11 @@ def run(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
-def _config_error(error: GateError, args: argparse.Namespace) -> int:
-    print(f"repro-gate: error: {error.message}", file=sys.stderr)
-    output_dir = Path(args.output_dir or config_loader.DEFAULTS["output_dir"]).absolute()
-    outcome = gate.config_error_outcome(error, output_dir)
-    github_actions.publish(outcome.manifest, manifest_path=outcome.manifest_path)
-    if args.json:
+def _record_configuration_error(error: GateError, output_dir: Path, as_json: bool) -> None:
+    """Nothing ran; an error manifest is still written and published to the Actions step."""
+    outcome = configuration_error(error, output_dir, publish.for_configuration_error())
+    if as_json:
         print(json.dumps(outcome.manifest, indent=2))
-    return EXIT_ERROR
 
 
 def _shown_path(path: Path | None) -> str | None:

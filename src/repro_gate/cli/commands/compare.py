@@ -10,13 +10,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from repro_gate import probe
+from repro_gate import manifest, probe
 from repro_gate.compare.runs import RunSide, check_something_compared, compare_runs
-from repro_gate.config.loader import parse_tolerance
-from repro_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
+from repro_gate.config import ToleranceConfig
+from repro_gate.config.overrides import parse_tolerance
+from repro_gate.errors import EXIT_FAIL, EXIT_PASS, ErrorKind, GateError
 from repro_gate.gate import collect as artifacts
 from repro_gate.gate import verdict
-from repro_gate.manifest import store as manifest
 from repro_gate.render import console
 
 EPILOG = """\
@@ -46,7 +46,7 @@ def add_parser(subparsers: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Compare the two sides and print what differs; exit 0 same, 1 different."""
-    tolerance = parse_tolerance(args.tolerance)
+    tolerance = ToleranceConfig.from_document(parse_tolerance(args.tolerance))
     side_a = load_side(Path(args.a), "A", args.artifacts)
     side_b = load_side(Path(args.b), "B", args.artifacts)
     comparison = compare_runs([side_a, side_b], tolerance)
@@ -73,7 +73,7 @@ def load_side(path: Path, name: str, globs: list[str] | None) -> RunSide:
                               output_dir=path)
     if path.is_dir():
         return _from_run_dir(path, name, globs)
-    raise GateError(f"{path}: no such run directory or manifest", kind="input_missing")
+    raise GateError(f"{path}: no such run directory or manifest", kind=ErrorKind.INPUT_MISSING)
 
 
 def _from_run_dir(run_dir: Path, name: str, globs: list[str] | None) -> RunSide:
@@ -87,7 +87,8 @@ def _from_manifest(
 ) -> RunSide:
     deterministic_runs = [r for r in document["runs"] if r["mode"] == "deterministic"]
     if not deterministic_runs:
-        raise GateError("the manifest holds no deterministic run to compare", kind="input_invalid")
+        raise GateError("the manifest holds no deterministic run to compare",
+                        kind=ErrorKind.INPUT_INVALID)
     first = deterministic_runs[0]
     candidates = [Path(first["run_dir"])]
     if output_dir is not None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from repro_gate.errors import EXIT_FAIL, EXIT_PASS
+from repro_gate.cli.output import print_document
+from repro_gate.errors import EXIT_FAIL, EXIT_PASS, ErrorKind
 from repro_gate.fingerprint.diff import CATEGORIES, environment_diff
-from repro_gate.fingerprint.documents import read_document
+from repro_gate.manifest import read_document
 
 
 def add_parser(subparsers: Any, name: str) -> None:
@@ -30,15 +29,10 @@ def add_parser(subparsers: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the changes; 0 equal, 1 different, 2 (GateError) bad input."""
-    old = read_document(args.old, kind="input")
-    new = read_document(args.new, kind="input")
+    old = read_document(args.old, kind=ErrorKind.INPUT)
+    new = read_document(args.new, kind=ErrorKind.INPUT)
     result = environment_diff(old, new)
-    if args.json:
-        json.dump(result, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
-    else:
-        for line in describe(result):
-            print(line)
+    print_document(result, args.json, describe)
     return EXIT_PASS if result["equal"] else EXIT_FAIL
 
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
+from repro_gate import config
 from repro_gate.cli.commands.fingerprint import LOCAL_RUN, local_in_process
-from repro_gate.config import loader as config
+from repro_gate.cli.output import print_document
+from repro_gate.config import Config
 from repro_gate.errors import EXIT_FAIL, EXIT_PASS
 from repro_gate.fingerprint.assemble import build_fingerprint
 from repro_gate.fingerprint.checklist import evaluate
@@ -36,19 +36,14 @@ def run(args: argparse.Namespace) -> int:
     """Print the checklist; 0 when nothing fails, 1 otherwise, 2 (GateError) on bad input."""
     effective = config.load(args.config, {}, Path.cwd())
     checklist = diagnose(effective, hash_data_files=args.hash_data)
-    if args.json:
-        document = {"config_file": effective.get("config_file"), "checklist": checklist}
-        json.dump(document, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
-    else:
-        for line in describe(checklist):
-            print(line)
+    document = {"config_file": effective.as_document()["config_file"], "checklist": checklist}
+    print_document(document, args.json, lambda doc: describe(doc["checklist"]))
     return EXIT_FAIL if checklist["counts"]["fail"] else EXIT_PASS
 
 
-def diagnose(effective: dict[str, Any], *, hash_data_files: bool) -> dict[str, Any]:
+def diagnose(effective: Config, *, hash_data_files: bool) -> dict[str, Any]:
     """The static checklist for an effective configuration."""
-    host = collect_host(effective, Path(effective["workdir"]), hash_data_files=hash_data_files)
+    host = collect_host(effective.data, effective.workdir, hash_data_files=hash_data_files)
     # torch is not imported: its flags only matter inside a run, and importing it costs seconds.
     in_process = {LOCAL_RUN: local_in_process(import_torch=False)}
     fingerprint = build_fingerprint(effective, host, in_process, image=None)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from repro_gate import __version__
-from repro_gate.config import loader as config
+from repro_gate import __version__, config
+from repro_gate.cli.output import print_document
+from repro_gate.config import Config
 from repro_gate.fingerprint.assemble import build_fingerprint
 from repro_gate.fingerprint.host import collect_host
 from repro_gate.fingerprint.identity import config_hash
@@ -38,19 +38,14 @@ def run(args: argparse.Namespace) -> int:
     """Collect and print; exit 0, or 2 on a bad config."""
     effective = config.load(args.config, {}, Path.cwd())
     document = fingerprint_document(effective, hash_data_files=not args.no_hash_data)
-    if args.json:
-        json.dump(document, sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
-    else:
-        for line in describe(document):
-            print(line)
+    print_document(document, args.json, describe)
     return 0
 
 
-def fingerprint_document(effective: dict[str, Any], *, hash_data_files: bool = True
+def fingerprint_document(effective: Config, *, hash_data_files: bool = True
                          ) -> dict[str, Any]:
     """Host facts plus this interpreter's in-process facts, with their config_hash."""
-    host = collect_host(effective, Path(effective["workdir"]), hash_data_files=hash_data_files)
+    host = collect_host(effective.data, effective.workdir, hash_data_files=hash_data_files)
     fingerprint = build_fingerprint(effective, host, {LOCAL_RUN: local_in_process()}, image=None)
     return {
         "repro_gate_fingerprint": DOCUMENT_FORMAT,

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from repro_gate.errors import EXIT_FAIL, EXIT_PASS, GateError
-from repro_gate.manifest import store as manifest_file
+from repro_gate import manifest
+from repro_gate.config import MetricsConfig, recorded_section
+from repro_gate.errors import EXIT_FAIL, EXIT_PASS, ErrorKind, GateError
 from repro_gate.publish.metrics import push_manifest
 from repro_gate.publish.metrics.push import ENV_INPUT_URL, ENV_URL, NOT_CONFIGURED
 
@@ -39,12 +40,12 @@ def add_parser(subparsers: Any, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Push the manifest's metrics; record the outcome in the manifest's `metrics` section."""
     path: Path = args.manifest
-    document = manifest_file.read(path)
+    document = manifest.read(path)
     previous = document.get("metrics") or {}
     if previous.get("pushed") and previous.get("counted") and not args.force:
         print(f"repro-gate: metrics of {path} were already pushed; nothing to do")
         return EXIT_PASS
-    settings = (document.get("config") or {}).get("metrics") or {}
+    settings = MetricsConfig(**recorded_section(document.get("config"), "metrics", str(path)))
     environ = dict(os.environ)
     if args.url:
         # An explicit --url wins over the environment and the configuration.
@@ -54,16 +55,17 @@ def run(args: argparse.Namespace) -> int:
     if section.get("reason") == NOT_CONFIGURED:
         raise GateError(
             "no pushgateway configured: pass --url or set REPRO_GATE_PUSHGATEWAY_URL",
-            kind="metrics_config",
+            kind=ErrorKind.METRICS_CONFIG,
         )
     if not section.get("pushed"):
         if "url" not in section:
-            raise GateError(f"cannot push metrics: {section.get('reason')}", kind="metrics_config")
+            raise GateError(f"cannot push metrics: {section.get('reason')}",
+                            kind=ErrorKind.METRICS_CONFIG)
         return EXIT_FAIL
     document["metrics"] = section
     try:
-        manifest_file.write_json_atomic(path, document)
-    except OSError as error:
+        manifest.update(path, document)
+    except (GateError, OSError) as error:
         print(f"repro-gate: warning: pushed, but could not update {path}: {error}", file=sys.stderr)
     print(f"repro-gate: metrics pushed to {section['url']} ({section['note']})")
     return EXIT_PASS

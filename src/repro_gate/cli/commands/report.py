@@ -9,34 +9,25 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import re
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from repro_gate import validation
-from repro_gate.errors import GateError
+from repro_gate import manifest as manifest_file
+from repro_gate.config import ReportConfig, recorded_section
+from repro_gate.errors import GateError, ReportInputError
 from repro_gate.publish.github.client import RetryPolicy
 from repro_gate.publish.github.event import context_from_environment
 from repro_gate.publish.github.reporter import (
     GitHubReporter,
-    ReportSettings,
     client_from_environment,
     token_from_environment,
 )
 
 EXIT_REPORTED = 0
 EXIT_REPORTING_FAILED = 1
-
-
-class ReportInputError(GateError):
-    """The manifest or the target of the report is missing or invalid."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, kind="report_input")
 
 
 def add_parser(subparsers: Any, name: str) -> None:
@@ -65,7 +56,7 @@ def add_parser(subparsers: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Post the manifest; record the outcome in its `reporting` section."""
-    manifest = load_manifest(args.manifest)
+    manifest = manifest_file.read(args.manifest)
     environ = os.environ
     token = token_from_environment(environ)
     if not token:
@@ -86,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         sha=(args.sha or context.sha or "").lower() or None,
         pull_request=args.pr or context.pull_request,
     )
-    settings = ReportSettings.from_config(_mapping(manifest.get("config")).get("report"))
+    recorded = recorded_section(manifest.get("config"), "report", str(args.manifest))
+    settings = ReportConfig(**recorded)
     client = client_from_environment(environ, token, RetryPolicy(budget=args.timeout))
     reporter = GitHubReporter.for_context(str(manifest["gate"]), settings, context, client)
     if not reporter.active:
@@ -94,7 +86,11 @@ def run(args: argparse.Namespace) -> int:
 
     section = reporter.finished(manifest)
     manifest["reporting"] = section
-    write_manifest(args.manifest, manifest)
+    try:
+        manifest_file.update(args.manifest, manifest)
+    except (GateError, OSError) as error:
+        # Reporting happened; its record is what failed, so the old manifest stays.
+        print(f"repro-gate: could not update {args.manifest}: {error}", file=sys.stderr)
     channels = ", ".join(
         f"{name.replace('_', ' ')} {section[name]['outcome']}"
         for name in ("check_run", "status", "comment")
@@ -103,38 +99,3 @@ def run(args: argparse.Namespace) -> int:
     # Deferred here means the token could not write: in the trusted job that is a failure.
     return EXIT_REPORTED if section["ok"] and not section["deferred"] else EXIT_REPORTING_FAILED
 
-
-def load_manifest(path: Path) -> dict[str, Any]:
-    """The manifest at `path`, checked against its schema; one-line error otherwise."""
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReportInputError(f"manifest not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ReportInputError(f"cannot read manifest {path}: {error}") from None
-    except json.JSONDecodeError as error:
-        raise ReportInputError(
-            f"manifest {path} is not JSON: {error.msg} at line {error.lineno}"
-        ) from None
-    problems = validation.errors("manifest", manifest)
-    if problems:
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise ReportInputError(f"manifest {path} is invalid: {problems[0]}{more}")
-    return manifest
-
-
-def write_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    """Replace the manifest atomically, so a crash never leaves half a file."""
-    handle, temporary = tempfile.mkstemp(prefix=".manifest-", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            json.dump(manifest, stream, indent=2)
-            stream.write("\n")
-        os.replace(temporary, path)
-    except OSError as error:
-        Path(temporary).unlink(missing_ok=True)
-        print(f"repro-gate: could not update {path}: {error}", file=sys.stderr)
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import re
 import sysconfig
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import FrameType, TracebackType
+from typing import Any
 
 KIND_OP = "nondeterministic_op"
 KIND_DEFAULT = "nondeterministic_default"
@@ -123,3 +125,54 @@ class UserFrames:
                 found = (os.path.abspath(filename), tb.tb_lineno)
             tb = tb.tb_next
         return found
+
+
+class AlertRecorder:
+    """One process's alerts, counted per op, place in the user's code and kind."""
+
+    def __init__(self, excluded_dirs: Iterable[str]) -> None:
+        self.user_frames = UserFrames(excluded_dirs)
+        self._alerts: dict[tuple[str, str, int, str], Alert] = {}
+        self._shown_sites: set[tuple[str, str, int]] = set()
+
+    def record_warning(self, message: warnings.WarningMessage, frame: FrameType | None) -> bool:
+        """Record one warning; False when it repeats a site already shown to the user."""
+        text = str(message.message)
+        found = classify_warning(text)
+        if found is None:
+            return True
+        op, kind = found
+        site = self.user_frames.innermost_in_stack(frame)
+        file, line = site if site is not None else (message.filename, message.lineno)
+        self._count(op, file, line, kind, first_line(text))
+        shown_key = (op, file, line)
+        if shown_key in self._shown_sites:
+            return False
+        self._shown_sites.add(shown_key)
+        return True
+
+    def record_uncaught(self, error: BaseException | None, tb: TracebackType | None) -> None:
+        """Record the strict-mode error in an uncaught exception's chain, if there is one."""
+        seen: set[int] = set()
+        while error is not None and id(error) not in seen:
+            seen.add(id(error))
+            op = classify_error(error)
+            if op is not None:
+                site = self.user_frames.innermost_in_traceback(error.__traceback__ or tb)
+                file, line = site if site is not None else ("", 0)
+                self._count(op, file, line, KIND_STRICT, first_line(str(error)))
+                break
+            error = error.__cause__ or error.__context__
+
+    def as_json(self) -> list[dict[str, Any]]:
+        """Every alert, ordered by place, op and kind."""
+        alerts = [alert.as_json() for alert in self._alerts.values()]
+        alerts.sort(key=lambda a: (a["file"], a["line"], a["op"], a["kind"]))
+        return alerts
+
+    def _count(self, op: str, file: str, line: int, kind: str, message: str) -> None:
+        key = (op, file, line, kind)
+        alert = self._alerts.get(key)
+        if alert is None:
+            alert = self._alerts[key] = Alert(op, file, line, kind, message)
+        alert.count += 1

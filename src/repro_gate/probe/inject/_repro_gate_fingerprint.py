@@ -15,8 +15,9 @@ import threading
 import warnings
 from typing import Any
 
+from _repro_gate_contract import ENV_SEED
+
 FORMAT_VERSION = 1
-SEED_VARIABLE = "REPRO_GATE_SEED"  # set by the gate for the training process
 # Variables that change thread counts or numerics of the BLAS/OpenMP libraries.
 THREAD_VARIABLES = (
     "OMP_NUM_THREADS",
@@ -249,7 +250,7 @@ def _torch(import_torch: bool) -> dict[str, Any]:
 
 
 def _random() -> dict[str, Any]:
-    seed = os.environ.get(SEED_VARIABLE)
+    seed = os.environ.get(ENV_SEED)  # set by the gate for the training process
     torch = sys.modules.get("torch")
     initial_seed = None
     if torch is not None:

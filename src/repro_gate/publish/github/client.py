@@ -18,44 +18,23 @@ from typing import Any
 import requests
 
 from repro_gate import __version__
+from repro_gate.config.model import DEFAULT_REPORT_TIMEOUT
+from repro_gate.errors import GitHubError, one_line
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
-READ_ONLY_MESSAGE = "Resource not accessible by integration"
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
     """How long the client may wait, in seconds, and how it backs off."""
 
-    budget: float = 120.0  # total time for the requests and waits of one phase
+    budget: float = DEFAULT_REPORT_TIMEOUT  # total time for the requests and waits of one phase
     request_timeout: float = 15.0  # per HTTP call (connect and read)
     base_delay: float = 1.0  # first backoff after a 5xx or a connection error
     max_delay: float = 30.0  # cap of one backoff
     secondary_wait: float = 60.0  # first wait on a rate limit that names no time
     max_attempts: int = 6
-
-
-class GitHubError(Exception):
-    """A request that failed for good; `status` is None when no answer came back."""
-
-    def __init__(self, method: str, path: str, status: int | None, message: str) -> None:
-        self.method = method
-        self.path = path
-        self.status = status
-        self.message = message
-        where = f"HTTP {status}" if status is not None else "no answer"
-        super().__init__(f"{method} {path}: {where}: {message}")
-
-    @property
-    def read_only(self) -> bool:
-        """True for the 403 a read-only token gets (e.g. a pull request from a fork)."""
-        return self.status == 403 and READ_ONLY_MESSAGE.lower() in self.message.lower()
-
-    @property
-    def unavailable(self) -> bool:
-        """True when the endpoint refused us (403/404): a fallback may work."""
-        return self.status in (403, 404)
 
 
 class GitHubClient:
@@ -116,8 +95,8 @@ class GitHubClient:
                 )
             except (requests.ConnectionError, requests.Timeout) as error:
                 if last:
-                    raise GitHubError(method, path, None, _first_line(error)) from error
-                self._wait(method, path, _jitter(backoff), _first_line(error))
+                    raise GitHubError(method, path, None, one_line(error)) from error
+                self._wait(method, path, _jitter(backoff), one_line(error))
                 backoff = min(backoff * 2, self.policy.max_delay)
                 continue
             if response.status_code < 400:
@@ -191,7 +170,7 @@ def _error_message(response: requests.Response) -> str:
     try:
         body = response.json()
     except ValueError:
-        return _first_line(response.text) or response.reason or "error"
+        return one_line(response.text) or response.reason or "error"
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         details = [
             e.get("message") or e.get("code")
@@ -200,8 +179,3 @@ def _error_message(response: requests.Response) -> str:
         ]
         return body["message"] + (f" ({'; '.join(map(str, details))})" if details else "")
     return response.reason or "error"
-
-
-def _first_line(value: object) -> str:
-    text = str(value).strip()
-    return text.splitlines()[0][:300] if text else ""

@@ -19,35 +19,17 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from repro_gate.config import ReportConfig
+from repro_gate.errors import GitHubError, one_line
 from repro_gate.publish.github import checks, comments, statuses
-from repro_gate.publish.github.client import DEFAULT_API_URL, GitHubClient, GitHubError, RetryPolicy
+from repro_gate.publish.github.client import DEFAULT_API_URL, GitHubClient, RetryPolicy
 from repro_gate.publish.github.event import EventContext, context_from_environment
 from repro_gate.render import markdown
 
-DEFAULT_GATE = "repro-gate"
 FALLBACK_IDENTITY = "github-actions[bot]"
 TOKEN_VARIABLES = ("INPUT_GITHUB-TOKEN", "GITHUB_TOKEN")
-
-
-@dataclass(frozen=True)
-class ReportSettings:
-    """The `report` section of the configuration, with defaults."""
-
-    enabled: bool = True
-    check_run: bool = True
-    status: str = "fallback"  # fallback | always | never
-    comment: bool = True
-    error_conclusion: str = "failure"  # failure | neutral
-
-    @classmethod
-    def from_config(cls, settings: Mapping[str, Any] | None) -> ReportSettings:
-        """Settings from `config["report"]`; missing keys take their defaults."""
-        given = dict(settings or {})
-        known = {k: given[k] for k in cls.__dataclass_fields__ if k in given}
-        return cls(**known)
 
 
 def token_from_environment(environ: Mapping[str, str]) -> str | None:
@@ -71,12 +53,12 @@ class GitHubReporter:
     def __init__(
         self,
         gate: str,
-        settings: ReportSettings,
+        settings: ReportConfig,
         context: EventContext | None,
         client: GitHubClient | None,
         inactive_reason: str | None = None,
     ) -> None:
-        self.gate = gate or DEFAULT_GATE
+        self.gate = gate
         self.settings = settings
         self.context = context
         self.client = client
@@ -90,36 +72,33 @@ class GitHubReporter:
     def from_environment(
         cls,
         gate: str,
-        settings: dict | None,
+        settings: ReportConfig,
         environ: Mapping[str, str] | None = None,
         *,
         policy: RetryPolicy | None = None,
     ) -> GitHubReporter:
         """A reporter for the current Actions run; inactive outside Actions or without token."""
         environ = os.environ if environ is None else environ
-        report_settings = ReportSettings.from_config(settings)
         token = token_from_environment(environ)
         reason = None
-        if not report_settings.enabled:
+        if not settings.enabled:
             reason = "reporting disabled in the configuration"
         elif environ.get("GITHUB_ACTIONS") != "true":
             reason = "not running in GitHub Actions"
         elif not token:
             reason = "no GitHub token (input github-token or GITHUB_TOKEN)"
         if reason:
-            return cls(gate, report_settings, None, None, inactive_reason=reason)
+            return cls(gate, settings, None, None, inactive_reason=reason)
         assert token is not None
-        timeout = (settings or {}).get("timeout")
-        if policy is None and isinstance(timeout, int | float) and timeout > 0:
-            policy = RetryPolicy(budget=float(timeout))  # config `report.timeout`
+        policy = policy or RetryPolicy(budget=settings.timeout)
         context = context_from_environment(environ)
         return cls.for_context(
-            gate, report_settings, context, client_from_environment(environ, token, policy)
+            gate, settings, context, client_from_environment(environ, token, policy)
         )
 
     @classmethod
     def for_context(
-        cls, gate: str, settings: ReportSettings, context: EventContext, client: GitHubClient
+        cls, gate: str, settings: ReportConfig, context: EventContext, client: GitHubClient
     ) -> GitHubReporter:
         """A reporter for an explicit commit and pull request (used by `repro-gate report`)."""
         reason = None
@@ -178,10 +157,10 @@ class GitHubReporter:
         try:
             return self._finish(manifest)
         except Exception as error:  # reporting must never cost the verdict or the manifest
-            _log(f"reporting failed unexpectedly: {type(error).__name__}: {error}")
+            _log(f"reporting failed unexpectedly: {type(error).__name__}: {one_line(error)}")
             section = self._section()
             section["ok"] = False
-            section["errors"].append(f"unexpected {type(error).__name__}: {error}"[:500])
+            section["errors"].append(one_line(f"unexpected {type(error).__name__}: {error}", 500))
             return section
 
     def _finish(self, manifest: Mapping[str, Any]) -> dict:
@@ -269,12 +248,8 @@ class GitHubReporter:
                     annotations=annotations,
                 )
         except GitHubError as failure:
-            if failure.read_only:
-                refused.append("check run")
             outcome = "unavailable" if failure.unavailable else "failed"
-            section["check_run"] = {"outcome": outcome, "reason": str(failure)[:500]}
-            section["errors"].append(f"check run: {failure}"[:500])
-            _log(f"check run failed: {failure}")
+            _record_failure(section, "check_run", "check run", failure, refused, outcome)
             return False, failure.unavailable
         self._check_run = run
         section["check_run"] = {
@@ -303,11 +278,7 @@ class GitHubReporter:
                 target_url=context.run_url,
             )
         except GitHubError as failure:
-            if failure.read_only:
-                refused.append("commit status")
-            section["status"] = {"outcome": "failed", "reason": str(failure)[:500]}
-            section["errors"].append(f"commit status: {failure}"[:500])
-            _log(f"commit status failed: {failure}")
+            _record_failure(section, "status", "commit status", failure, refused)
             if section["check_run"].get("outcome") == "unavailable":
                 section["check_run"]["outcome"] = "failed"  # the fallback failed too
             return None
@@ -335,11 +306,7 @@ class GitHubReporter:
                 author=identity,
             )
         except GitHubError as failure:
-            if failure.read_only:
-                refused.append("comment")
-            section["comment"] = {"outcome": "failed", "reason": str(failure)[:500]}
-            section["errors"].append(f"comment: {failure}"[:500])
-            _log(f"pull request comment failed: {failure}")
+            _record_failure(section, "comment", "comment", failure, refused)
             return False
         section["comment"] = {"outcome": result.action, "id": result.id, "url": result.html_url}
         return True
@@ -379,6 +346,18 @@ class GitHubReporter:
         assert self.client is not None and self.context is not None
         assert self.context.repository and self.context.sha
         return self.client, self.context
+
+
+def _record_failure(
+    section: dict, key: str, label: str, failure: GitHubError, refused: list[str],
+    outcome: str = "failed",
+) -> None:
+    """Record a write that GitHub refused or that failed, in the section and the log."""
+    if failure.read_only:
+        refused.append(label)
+    section[key] = {"outcome": outcome, "reason": str(failure)[:500]}
+    section["errors"].append(f"{label}: {failure}"[:500])
+    _log(f"{label} failed: {failure}")
 
 
 def _log(message: str) -> None:

@@ -21,11 +21,12 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 from prometheus_client.exposition import basic_auth_handler, default_handler, push_to_gateway
 
+from repro_gate.config import MetricsConfig
+from repro_gate.errors import PushError, one_line
 from repro_gate.manifest.store import MANIFEST_NAME
 from repro_gate.publish.metrics import sli
 
 PAYLOAD_NAME = "metrics.prom"
-DEFAULT_JOB = "repro-gate"
 DEFAULT_SLOT = "default"
 LOCAL_REPOSITORY = "local"
 NOT_CONFIGURED = "no pushgateway configured"
@@ -50,14 +51,6 @@ COUNTER_NAMES = (
     sli.CHECKPOINT_COMPARISONS + "_total",
     sli.CHECKPOINT_MATCHES + "_total",
 )
-
-
-class PushError(Exception):
-    """One push attempt failed; `retry` says whether another attempt can help."""
-
-    def __init__(self, message: str, retry: bool = True) -> None:
-        super().__init__(message)
-        self.retry = retry
 
 
 @dataclass(frozen=True)
@@ -95,7 +88,7 @@ class Outcome:
 
 def push_manifest(
     manifest: dict[str, Any],
-    settings: dict[str, Any] | None,
+    settings: MetricsConfig,
     output_dir: Path,
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
@@ -105,7 +98,7 @@ def push_manifest(
     """
     environ = os.environ if environ is None else environ
     try:
-        target = resolve_target(manifest, settings or {}, environ)
+        target = resolve_target(manifest, settings, environ)
     except ValueError as error:
         return {"pushed": False, "reason": str(error)}
     if target is None:
@@ -122,7 +115,7 @@ def push_manifest(
         payload = keep_payload(manifest, Path(output_dir))
         section["payload"] = str(payload)
     except Exception as error:  # keeping the payload must not stop the push either
-        section["payload_error"] = f"could not keep the payload: {error}"
+        section["payload_error"] = f"could not keep the payload: {one_line(error)}"
     error_text = ""
     for attempt in range(1, ATTEMPTS + 1):
         section["attempts"] = attempt
@@ -135,7 +128,7 @@ def push_manifest(
             time.sleep(BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS)) - 1])
             continue
         except Exception as error:  # a push must never change the verdict
-            error_text = f"{type(error).__name__}: {error}"
+            error_text = f"{type(error).__name__}: {one_line(error)}"
             break
         section.update(pushed=True, counted=outcome.counted, note=outcome.note, pushed_at=_now())
         return section
@@ -151,13 +144,13 @@ def push_manifest(
 
 
 def resolve_target(
-    manifest: dict[str, Any], settings: Mapping[str, Any], environ: Mapping[str, str]
+    manifest: dict[str, Any], settings: MetricsConfig, environ: Mapping[str, str]
 ) -> Target | None:
     """The push target from action input, environment, then config; None without a URL."""
     url = (
         environ.get(ENV_INPUT_URL, "").strip()
         or environ.get(ENV_URL, "").strip()
-        or str(settings.get("pushgateway_url") or "").strip()
+        or (settings.pushgateway_url or "").strip()
     )
     if not url:
         return None
@@ -170,10 +163,10 @@ def resolve_target(
         wait = float(wait_text) if wait_text else NEW_GROUP_WAIT_SECONDS
     except ValueError:
         raise ValueError(f"{ENV_NEW_GROUP_WAIT} must be a number of seconds") from None
-    slot = str(settings.get("runner_slot") or environ.get(ENV_SLOT, "").strip() or DEFAULT_SLOT)
+    slot = settings.runner_slot or environ.get(ENV_SLOT, "").strip() or DEFAULT_SLOT
     return Target(
         url=url.rstrip("/"),
-        job=str(settings.get("job") or DEFAULT_JOB),
+        job=settings.job,
         grouping_key={
             "repository": environ.get(ENV_REPOSITORY, "").strip() or LOCAL_REPOSITORY,
             "gate": str(manifest.get("gate") or "default"),
@@ -287,8 +280,8 @@ def _group_state(group: dict[str, Any], grouping_labels: set[str]) -> sli.GroupS
 
 
 def _reason(error: BaseException) -> str:
-    text = str(getattr(error, "reason", None) or error)
-    return " ".join(text.split())[:300]
+    """urllib's errors keep the cause in `reason` (an exception or a string)."""
+    return one_line(getattr(error, "reason", None) or error)
 
 
 def _now() -> str:

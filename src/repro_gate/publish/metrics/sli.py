@@ -22,6 +22,7 @@ from prometheus_client.core import (
     Metric,
 )
 
+from repro_gate.compare.structured import is_number as _is_number
 from repro_gate.probe import read_trajectory
 
 VERDICTS = ("pass", "fail", "error")
@@ -336,7 +337,3 @@ def _label(value: str | None) -> str:
     if value is None or not value.strip():
         return UNKNOWN
     return value.strip()[:MAX_LABEL_LENGTH]
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -1,0 +1,215 @@
+"""The effective configuration: frozen, typed sections, each default defined here once.
+
+`config.schema.json` validates what the user wrote; `Config.from_document` turns a validated,
+resolved document into these sections, and `Config.as_document` gives back the document the
+manifest records. Consumers take their section and never parse a mapping themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+DEFAULT_NAME = "repro-gate"
+DEFAULT_OUTPUT_DIR = "repro-gate-out"
+DEFAULT_PIDS_LIMIT = 4096
+DEFAULT_REPORT_TIMEOUT = 120.0  # seconds reporting may spend retrying, per phase
+
+Device = Literal["auto", "cpu", "cuda"]
+Determinism = Literal["warn", "strict"]
+Gpus = str | int | tuple[str, ...]  # "all", "none", a count, or device IDs/UUIDs
+
+
+@dataclass(frozen=True)
+class ArtifactTolerance:
+    """A `tolerance.per_artifact` entry: bounds for artifacts matching `glob`."""
+
+    glob: str
+    atol: float | None = None  # None: the top-level value
+    rtol: float | None = None
+
+
+@dataclass(frozen=True)
+class ToleranceConfig:
+    """`tolerance`: bitwise, or |a - b| <= atol + rtol * |b| with per-artifact overrides."""
+
+    bitwise: bool = True
+    atol: float = 0.0
+    rtol: float = 0.0
+    per_artifact: tuple[ArtifactTolerance, ...] = ()
+
+    @classmethod
+    def from_document(cls, value: str | dict[str, Any] | None) -> ToleranceConfig:
+        """From the config value: `"bitwise"` or `{atol, rtol, per_artifact}`."""
+        if value is None or value == "bitwise":
+            return cls()
+        entries = tuple(ArtifactTolerance(**entry) for entry in value.get("per_artifact", []))
+        return cls(False, float(value.get("atol", 0.0)), float(value.get("rtol", 0.0)), entries)
+
+    def as_document(self) -> str | dict[str, Any]:
+        """The config value this section was read from (defaults filled in)."""
+        if self.bitwise:
+            return "bitwise"
+        document: dict[str, Any] = {"atol": self.atol, "rtol": self.rtol}
+        if self.per_artifact:
+            document["per_artifact"] = [_present(entry) for entry in self.per_artifact]
+        return document
+
+
+@dataclass(frozen=True)
+class CostConfig:
+    """`cost`: the default-mode run that prices determinism."""
+
+    enabled: bool = True
+    steps: int = 0  # 0: run to the end
+    warmup: int = 3
+    noise_floor: bool = False
+
+
+@dataclass(frozen=True)
+class ReferenceConfig:
+    """`reference` (and `device`): the embedded training used when no command is configured."""
+
+    steps: int = 30
+    batch_size: int = 32
+    width: int = 32
+    device: Device = "auto"
+
+
+@dataclass(frozen=True)
+class ContainerConfig:
+    """`image`, `gpus`, `network` and `container`: how a container run is started."""
+
+    image: str | None = None  # None: runs are local subprocesses
+    gpus: Gpus | None = None  # None: no GPU, except in the action, which takes them all
+    network: str = "none"
+    memory: str | None = None
+    pids: int = DEFAULT_PIDS_LIMIT
+    user: str | None = None  # None: the workspace owner, or nobody when that is root
+    keep: bool = False
+    env_allow: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """`report`: what is posted to GitHub."""
+
+    enabled: bool = True
+    check_run: bool = True
+    status: Literal["fallback", "always", "never"] = "fallback"
+    comment: bool = True
+    error_conclusion: Literal["failure", "neutral"] = "failure"
+    timeout: float = DEFAULT_REPORT_TIMEOUT
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """`metrics`: where SLI metrics are pushed."""
+
+    pushgateway_url: str | None = None
+    job: str = DEFAULT_NAME
+    runner_slot: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective configuration of one gate run; paths are absolute."""
+
+    workdir: Path
+    output_dir: Path
+    name: str = DEFAULT_NAME
+    command: tuple[str, ...] = ()  # empty: the embedded reference training
+    artifacts: tuple[str, ...] = ()  # empty: the default globs
+    seed: int = 0
+    runs: int = 2
+    timeout: float | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    determinism: Determinism = "warn"
+    fail_fast: bool = True
+    data: tuple[Path, ...] = ()
+    baseline: Path | None = None
+    config_file: Path | None = None
+    tolerance: ToleranceConfig = ToleranceConfig()
+    cost: CostConfig = CostConfig()
+    reference: ReferenceConfig = ReferenceConfig()
+    container: ContainerConfig = ContainerConfig()
+    report: ReportConfig = ReportConfig()
+    metrics: MetricsConfig = MetricsConfig()
+
+    @classmethod
+    def from_document(cls, document: dict[str, Any]) -> Config:
+        """From a schema-valid document whose paths are already absolute."""
+        doc = dict(document)
+        container = dict(doc.get("container") or {})
+        for key in ("image", "gpus", "network"):
+            if key in doc:
+                container[key] = doc[key]
+        if isinstance(container.get("gpus"), list):
+            container["gpus"] = tuple(container["gpus"])
+        if "env_allow" in container:
+            container["env_allow"] = tuple(container["env_allow"])
+        reference = dict(doc.get("reference") or {})
+        if "device" in doc:
+            reference["device"] = doc["device"]
+        optional_path = {key: Path(doc[key]) for key in ("baseline", "config_file") if doc.get(key)}
+        return cls(
+            **{key: doc[key] for key in ("name", "seed", "runs", "timeout", "determinism",
+                                         "fail_fast") if doc.get(key) is not None},
+            workdir=Path(doc["workdir"]),
+            output_dir=Path(doc["output_dir"]),
+            command=tuple(doc.get("command") or ()),
+            artifacts=tuple(doc.get("artifacts") or ()),
+            env=dict(doc.get("env") or {}),
+            data=tuple(Path(p) for p in doc.get("data") or ()),
+            **optional_path,
+            tolerance=ToleranceConfig.from_document(doc.get("tolerance")),
+            cost=CostConfig(**(doc.get("cost") or {})),
+            reference=ReferenceConfig(**reference),
+            container=ContainerConfig(**container),
+            report=ReportConfig(**(doc.get("report") or {})),
+            metrics=MetricsConfig(**(doc.get("metrics") or {})),
+        )
+
+    def as_document(self) -> dict[str, Any]:
+        """The effective configuration as the manifest records it (keys of config.schema.json,
+        plus `config_file`); unset optional values are left out."""
+        container = _present(self.container)
+        reference = _present(self.reference)
+        document: dict[str, Any] = {
+            "name": self.name,
+            "command": list(self.command) or None,
+            "workdir": str(self.workdir),
+            "artifacts": list(self.artifacts) or None,
+            "seed": self.seed,
+            "runs": self.runs,
+            "tolerance": self.tolerance.as_document(),
+            "timeout": self.timeout,
+            "env": dict(self.env),
+            "determinism": self.determinism,
+            "cost": _present(self.cost),
+            "fail_fast": self.fail_fast,
+            "device": reference.pop("device"),
+            "reference": reference,
+            "output_dir": str(self.output_dir),
+            "data": [str(path) for path in self.data],
+            "baseline": str(self.baseline) if self.baseline else None,
+            "image": container.pop("image", None),
+            "gpus": container.pop("gpus", None),
+            "network": container.pop("network"),
+            "container": container,
+            "report": _present(self.report),
+            "metrics": _present(self.metrics),
+        }
+        present = {key: value for key, value in document.items() if value is not None}
+        return {**present, "config_file": str(self.config_file) if self.config_file else None}
+
+
+def _present(section: Any) -> dict[str, Any]:
+    """A section's fields as plain JSON values, leaving out those that are None."""
+    values: dict[str, Any] = {}
+    for item in fields(section):
+        value = getattr(section, item.name)
+        if value is not None:
+            values[item.name] = list(value) if isinstance(value, tuple) else value
+    return values

@@ -1,0 +1,135 @@
+"""User input that overrides the config file: command-line flags and the action's inputs.
+
+Both are turned into a partial document shaped like `.repro-gate.yml`, which the loader merges
+over the file and validates with the same schema.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from repro_gate.errors import ConfigError
+
+# Flags whose value goes to the top-level key of the same name.
+TOP_LEVEL_FLAGS = ("name", "workdir", "artifacts", "seed", "runs", "timeout", "data",
+                   "determinism", "fail_fast", "baseline", "device", "image", "network",
+                   "output_dir")
+# (section, key, flag attribute) for flags that set a key inside a section.
+SECTION_FLAGS = (
+    ("cost", "enabled", "cost_enabled"), ("cost", "steps", "cost_steps"),
+    ("cost", "warmup", "cost_warmup"), ("cost", "noise_floor", "noise_floor"),
+    ("reference", "steps", "steps"), ("reference", "batch_size", "batch_size"),
+    ("reference", "width", "width"),
+    ("container", "memory", "memory"), ("container", "pids", "pids"),
+    ("container", "user", "user"), ("container", "keep", "keep"),
+    ("container", "env_allow", "env_allow"),
+    ("report", "enabled", "report_enabled"), ("report", "status", "report_status"),
+    ("report", "comment", "comment"), ("report", "error_conclusion", "error_conclusion"),
+    ("report", "timeout", "report_timeout"),
+    ("metrics", "pushgateway_url", "pushgateway_url"), ("metrics", "job", "metrics_job"),
+    ("metrics", "runner_slot", "runner_slot"),
+)
+# Action inputs (action.yml) whose text goes unchanged to a top-level key.
+TEXT_INPUTS = {"name": "name", "image": "image", "baseline": "baseline", "network": "network",
+               "output-dir": "output_dir", "working-directory": "workdir", "command": "command"}
+
+
+def from_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """Config keys set on the command line (see `cli.flags`), shaped like the config file."""
+    values: dict[str, Any] = {}
+    trailing = [a for a in (getattr(args, "trailing_command", None) or []) if a != "--"]
+    command = trailing or args.command_line
+    if command is not None:
+        values["command"] = command
+    for key in TOP_LEVEL_FLAGS:
+        if getattr(args, key) is not None:
+            values[key] = getattr(args, key)
+    if args.tolerance is not None:
+        values["tolerance"] = parse_tolerance(args.tolerance)
+    if args.env:
+        values["env"] = parse_env_pairs(args.env)
+    if args.gpus is not None:
+        values["gpus"] = parse_gpus(args.gpus)
+    for section, key, attribute in SECTION_FLAGS:
+        if getattr(args, attribute) is not None:
+            values.setdefault(section, {})[key] = getattr(args, attribute)
+    return values
+
+
+def from_action_inputs(environ: Mapping[str, str]) -> dict[str, Any]:
+    """Config keys set through non-empty action inputs, shaped like the config file."""
+    values: dict[str, Any] = {}
+    for input_name, key in TEXT_INPUTS.items():
+        if text := action_input(environ, input_name):
+            values[key] = text
+    if artifacts := action_input(environ, "artifacts"):
+        values["artifacts"] = split_list(artifacts)
+    if runs := action_input(environ, "runs"):
+        values["runs"] = _number("input runs", runs, int)
+    if timeout := action_input(environ, "timeout"):
+        values["timeout"] = _number("input timeout", timeout, float)
+    if tolerance := action_input(environ, "tolerance"):
+        values["tolerance"] = parse_tolerance(tolerance)
+    if gpus := action_input(environ, "gpus"):
+        values["gpus"] = parse_gpus(gpus)
+    if url := action_input(environ, "pushgateway-url"):
+        values.setdefault("metrics", {})["pushgateway_url"] = url
+    if slot := action_input(environ, "runner-slot"):
+        values.setdefault("metrics", {})["runner_slot"] = slot
+    return values
+
+
+def action_input(environ: Mapping[str, str], name: str) -> str:
+    """The value of input `name` as the runner passes it (`INPUT_` + upper-cased name), trimmed."""
+    return environ.get(f"INPUT_{name.replace(' ', '_').upper()}", "").strip()
+
+
+def parse_tolerance(text: str) -> str | dict[str, float]:
+    """`bitwise` or `atol=1e-6,rtol=1e-5`."""
+    if text.strip() == "bitwise":
+        return "bitwise"
+    values: dict[str, float] = {}
+    for part in text.split(","):
+        key, sep, raw = part.partition("=")
+        key = key.strip()
+        if not sep or key not in ("atol", "rtol"):
+            raise ConfigError(
+                f"--tolerance: expected 'bitwise' or 'atol=X,rtol=Y', got {text!r}"
+            )
+        values[key] = _number(f"--tolerance: {key}", raw, float)
+    return values
+
+
+def parse_env_pairs(pairs: list[str]) -> dict[str, str]:
+    """`KEY=VALUE` strings from repeated `--env` flags."""
+    env: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--env: expected KEY=VALUE, got {pair!r}")
+        env[key] = value
+    return env
+
+
+def parse_gpus(text: str) -> str | int | list[str]:
+    """'all', 'none', a count, or device IDs/UUIDs separated by commas or lines."""
+    text = text.strip()
+    if text in ("all", "none"):
+        return text
+    if text.isdigit():
+        return int(text)
+    return split_list(text)
+
+
+def split_list(text: str) -> list[str]:
+    """Items given one per line or separated by commas."""
+    return [part.strip() for line in text.splitlines() for part in line.split(",") if part.strip()]
+
+
+def _number(what: str, text: str, kind: Callable[[str], Any]) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise ConfigError(f"{what}: must be a number, got {text!r}") from None

@@ -1,0 +1,137 @@
+"""What a gate run learned, assembled into the manifest document."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from repro_gate import fingerprint, manifest
+from repro_gate.compare.trajectory import compare_trajectories
+from repro_gate.config import Config
+from repro_gate.errors import GateError
+from repro_gate.gate import verdict
+from repro_gate.gate.cost import cost_of_determinism
+from repro_gate.gate.runs import RunRecord
+
+
+@dataclass
+class GateState:
+    """What the gate has gathered so far; an error stops the runs but not the manifest."""
+
+    records: list[RunRecord] = field(default_factory=list)
+    host_fingerprint: dict[str, Any] = field(default_factory=dict)
+    strict_stop: bool = False
+    error: GateError | None = None
+
+
+def deterministic(records: list[RunRecord]) -> list[RunRecord]:
+    """The deterministic runs, in order."""
+    return [r for r in records if r.mode == "deterministic"]
+
+
+def nondeterministic_ops(records: list[RunRecord]) -> list[dict[str, Any]]:
+    """Alerts of all runs merged by (op, file, line, kind); `count` is the largest per run."""
+    merged: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for record in records:
+        for alert in record.alerts:
+            key = (alert.get("op"), alert.get("file"), alert.get("line"), alert.get("kind"))
+            entry = merged.setdefault(key, {
+                "op": str(alert.get("op")),
+                "file": alert.get("file"),
+                "line": alert.get("line"),
+                "count": 0,
+                "kind": alert.get("kind", "nondeterministic_op"),
+                "runs": [],
+                "message": str(alert.get("message", "")),
+            })
+            entry["count"] = max(entry["count"], int(alert.get("count", 1)))
+            entry["runs"].append(record.name)
+    return sorted(merged.values(), key=lambda e: (str(e["file"]), e["line"] or 0, e["op"]))
+
+
+def measure_cost(config: Config, records: list[RunRecord]) -> dict[str, Any] | None:
+    """The cost section, or None when no default-mode run finished."""
+    default = [r for r in records if r.mode == "default" and r.ended_cleanly]
+    det = [r for r in deterministic(records) if r.ended_cleanly]
+    if not default or not det:
+        return None
+    return dict(cost_of_determinism(
+        [r.trajectory for r in det],
+        default[0].trajectory,
+        det_wall_seconds=det[0].wall_seconds,
+        default_wall_seconds=default[0].wall_seconds,
+        warmup=config.cost.warmup,
+    ))
+
+
+def noise_floor(records: list[RunRecord]) -> dict[str, Any] | None:
+    """How two default-mode runs differ: the nondeterminism that determinism removes."""
+    default = [r for r in records if r.mode == "default" and r.ended_cleanly]
+    if len(default) < 2:
+        return None
+    pair = (default[0].name, default[1].name)
+    trajectory = compare_trajectories(default[0].trajectory, default[1].trajectory, pair)
+    divergence = trajectory["first_divergence"]
+    return {
+        "first_divergent_step": divergence["step"] if divergence else None,
+        "steps_compared": trajectory["steps_compared"],
+        "runs": list(pair),
+    }
+
+
+def assemble(
+    config: Config,
+    state: GateState,
+    comparison: dict[str, Any],
+    started_at: str,
+    wall_seconds: float,
+) -> dict[str, Any]:
+    """Build the manifest document from everything the gate learned."""
+    ops = nondeterministic_ops(state.records)
+    sections = fingerprint_sections(config, state)  # may record an error: before the verdict
+    if state.error is not None:
+        outcome, reasons = verdict.ERROR, [verdict.reason(state.error.kind, state.error.message)]
+    else:
+        strict = [op for op in ops if op["kind"] == "strict_error"] if state.strict_stop else []
+        reasons = verdict.failures(comparison, strict)
+        outcome = verdict.FAIL if reasons else verdict.PASS
+        if not reasons:
+            reasons = verdict.successes(comparison, len(deterministic(state.records)))
+    document = {
+        **manifest.header(config.name, started_at, now()),
+        "verdict": outcome,
+        "reasons": reasons,
+        "wall_seconds": round(wall_seconds, 6),
+        "output_dir": str(config.output_dir),
+        "config": config.as_document(),
+        "runs": [record.to_manifest() for record in state.records],
+        "comparison": comparison,
+        "nondeterministic_ops": ops,
+        "cost": measure_cost(config, state.records) if config.cost.enabled else None,
+        "noise_floor": noise_floor(state.records),
+    }
+    document.update(sections)
+    return document
+
+
+def fingerprint_sections(config: Config, state: GateState) -> dict[str, Any]:
+    """fingerprint, checklist, config_hash and environment_diff; empty if the host was not read."""
+    if not state.host_fingerprint:
+        return {}
+    in_process = {r.name: r.in_process_fingerprint for r in state.records}
+    image = next((r.details["image"] for r in state.records if "image" in r.details), None)
+    try:
+        return fingerprint.manifest_sections(
+            config, state.host_fingerprint, in_process, image, config.baseline
+        )
+    except GateError as error:
+        state.error = state.error or error
+        return {}
+
+
+
+
+def now() -> str:
+    """The current time as the manifest records it."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -1,0 +1,67 @@
+"""Which manifest versions this gate reads, and how an older one becomes the current shape.
+
+Rule: every earlier `schema_version` is migrated in memory, one step at a time, to the current
+one and then validated against the current schema; a newer one is refused, since fields this
+gate does not know could change what the document means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from repro_gate import validation
+from repro_gate.errors import ErrorKind, GateError
+
+Document = dict[str, Any]
+
+# The version this gate writes: the schema's own `schema_version.const`, so the two never drift.
+SCHEMA_VERSION: int = int(validation.load("manifest")["properties"]["schema_version"]["const"])
+
+# Sections version 1 reserved as free-form objects (`{"type": "object"}`) that version 2 gave a
+# schema: no version 1 gate ever wrote them, and content written under no schema has no meaning.
+V1_RESERVED_SECTIONS = ("fingerprint", "checklist", "environment_diff", "reporting", "metrics")
+
+
+def _from_v1(document: Document) -> Document:
+    """Version 1 -> 2 (commit f1d55b9): the reserved sections got their schemas.
+
+    Every other field kept its shape, so the version number changes and any reserved section a
+    v1 document happens to hold is dropped: under v2 it would be read as something it never was.
+    """
+    upgraded = {key: value for key, value in document.items()
+                if key not in V1_RESERVED_SECTIONS}
+    upgraded["schema_version"] = 2
+    return upgraded
+
+
+# MIGRATIONS[n] turns a version n document into a version n + 1 one. Bumping SCHEMA_VERSION
+# means adding the step from the previous version here.
+MIGRATIONS: dict[int, Callable[[Document], Document]] = {1: _from_v1}
+
+
+def version_of(document: Document, source: str, kind: ErrorKind) -> int:
+    """The document's `schema_version`, if this gate can read it; GateError otherwise.
+
+    Not a positive integer: not a manifest (GateError(kind)). Newer than SCHEMA_VERSION:
+    GateError(kind="manifest_version"), telling the user to upgrade.
+    """
+    version = document.get("schema_version")
+    # bool is an int subclass in Python, but `true` is no version number.
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        found = "no schema_version" if version is None else f"schema_version {version!r}"
+        raise GateError(f"{source}: not a repro-gate manifest ({found})", kind=kind)
+    if version > SCHEMA_VERSION:
+        raise GateError(
+            f"{source}: schema_version {version} is newer than this repro-gate understands"
+            f" ({SCHEMA_VERSION}); upgrade repro-gate",
+            kind=ErrorKind.MANIFEST_VERSION,
+        )
+    return version
+
+
+def upgrade(document: Document, version: int) -> Document:
+    """The document migrated from `version` to SCHEMA_VERSION (a new dict; the input is kept)."""
+    for step in range(version, SCHEMA_VERSION):
+        document = MIGRATIONS[step](document)
+    return document

@@ -1,0 +1,21 @@
+"""The contract with the gate: environment variables the probe reads, files it writes.
+
+The values are the same literals as in `repro_gate.probe` (the probe never imports repro_gate);
+tests/probe/test_probe_contract.py checks that the two copies agree.
+"""
+
+ENV_RUN_DIR = "REPRO_GATE_RUN_DIR"
+ENV_MODE = "REPRO_GATE_MODE"
+ENV_SEED = "REPRO_GATE_SEED"
+ENV_DETERMINISM = "REPRO_GATE_DETERMINISM"
+ENV_REFERENCE_TRAJECTORY = "REPRO_GATE_REFERENCE_TRAJECTORY"
+ENV_MAX_STEPS = "REPRO_GATE_MAX_STEPS"
+PROBE_SUBDIR = ".repro-gate"
+TRAJECTORY_FILE = "trajectory.jsonl"
+ALERTS_FILE = "alerts.json"
+STATUS_FILE = "status.json"
+FINGERPRINT_FILE = "fingerprint.json"
+STOP_EXIT_CODE = 86
+
+# Probe-internal: the pid of the process that records; its children see it and stay silent.
+ENV_OWNER_PID = "REPRO_GATE_PROBE_OWNER_PID"

@@ -1,0 +1,80 @@
+"""Model names for an optimizer's parameters, learnt from the root modules seen in forward calls."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import weakref
+from typing import Any
+
+
+class ParameterNames:
+    """Names parameters as their model does (`layer.weight`), in model order."""
+
+    def __init__(self) -> None:
+        self._roots: list[weakref.ref[Any]] = []
+        self._root_ids: set[int] = set()
+        self._forward_state = threading.local()
+        self._forward_hooks: list[Any] = []
+        self._names: weakref.WeakKeyDictionary[Any, list[tuple[str, Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def watch_forward(self, on: bool) -> None:
+        """Note root modules while on; the hooks go away once every optimizer's names are known."""
+        if on and not self._forward_hooks:
+            hooks = importlib.import_module("torch.nn.modules.module")
+            self._forward_hooks = [
+                hooks.register_module_forward_pre_hook(self._on_forward_pre),
+                hooks.register_module_forward_hook(self._on_forward_post, always_call=True),
+            ]
+        elif not on:
+            for handle in self._forward_hooks:
+                handle.remove()
+            self._forward_hooks = []
+
+    def _on_forward_pre(self, module: Any, args: Any) -> None:
+        depth = getattr(self._forward_state, "depth", 0)
+        self._forward_state.depth = depth + 1
+        if depth == 0 and id(module) not in self._root_ids:
+            self._roots = [ref for ref in self._roots if ref() is not None]
+            self._root_ids = {id(ref()) for ref in self._roots}
+            if id(module) not in self._root_ids:
+                self._roots.append(weakref.ref(module))
+                self._root_ids.add(id(module))
+
+    def _on_forward_post(self, module: Any, args: Any, output: Any) -> None:
+        self._forward_state.depth = max(0, getattr(self._forward_state, "depth", 1) - 1)
+
+    def named_parameters(self, optimizer: Any) -> tuple[list[tuple[str, Any]], bool]:
+        """The optimizer's parameters with their model names, in model order; and whether all
+        of them have a model name."""
+        cached = self._names.get(optimizer)
+        params = [
+            (f"param_group{i}.{j}", param)
+            for i, group in enumerate(optimizer.param_groups)
+            for j, param in enumerate(group["params"])
+        ]
+        if cached is not None and len(cached) == len(params):
+            return cached, True
+        index: dict[int, tuple[int, str]] = {}
+        used: set[str] = set()
+        for root_number, ref in enumerate(self._roots):
+            root = ref()
+            if root is None:
+                continue
+            for name, param in root.named_parameters():
+                if id(param) in index:
+                    continue
+                unique = name if name not in used else f"model{root_number}.{name}"
+                used.add(unique)
+                index[id(param)] = (len(index), unique)
+        named = sorted(
+            (index[id(p)] + (p,) for _, p in params if id(p) in index), key=lambda t: t[0]
+        )
+        result = [(name, param) for _, name, param in named]
+        result += [(fallback, p) for fallback, p in params if id(p) not in index]
+        complete = len(named) == len(params)
+        if complete:
+            self._names[optimizer] = result
+        return result, complete

@@ -1,0 +1,78 @@
+"""The check-run details: the runs, the determinism cost's figures, tensor-level differences."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from repro_gate.render.markdown_text import (
+    TABLE_ROWS,
+    as_list,
+    as_mapping,
+    cell,
+    number_text,
+    one_line,
+    seconds,
+)
+
+
+def runs_table(manifest: Mapping[str, Any]) -> str:
+    """One row per run: mode, exit code, steps, wall time and why it stopped."""
+    runs = [as_mapping(r) for r in as_list(manifest.get("runs"))]
+    if not runs:
+        return ""
+    rows = [
+        f"| `{cell(r.get('name', '?'))}` | {r.get('mode', '')} | {r.get('exit_code')} |"
+        f" {r.get('steps', '')} | {seconds(r.get('wall_seconds'))} |"
+        f" {'timed out' if r.get('timed_out') else (r.get('stopped') or '')} |"
+        for r in runs
+    ]
+    return (
+        "**Runs**\n\n| Run | Mode | Exit | Steps | Wall | Stopped |\n|---|---|---|---|---|---|\n"
+        + "\n".join(rows)
+    )
+
+
+def cost_details(manifest: Mapping[str, Any]) -> str:
+    """The figures behind the determinism cost."""
+    cost = as_mapping(manifest.get("cost"))
+    if not cost:
+        return ""
+    pairs = [
+        ("deterministic step", seconds(cost.get("det_step_seconds"))),
+        ("default step", seconds(cost.get("default_step_seconds"))),
+        ("deterministic wall", seconds(cost.get("det_wall_seconds"))),
+        ("default wall", seconds(cost.get("default_wall_seconds"))),
+        ("steps timed", cost.get("steps_timed")),
+        ("warm-up steps", cost.get("warmup_steps")),
+    ]
+    lines = [f"- {k}: {v}" for k, v in pairs if v not in (None, "")]
+    if cost.get("note"):
+        lines.append(f"- note: {one_line(str(cost['note']))}")
+    return "**Determinism cost**\n\n" + "\n".join(lines) if lines else ""
+
+
+def tensor_details(manifest: Mapping[str, Any]) -> str:
+    """Per artifact, the tensors that differ, with their largest differences."""
+    sections = []
+    for artifact in as_list(as_mapping(manifest.get("comparison")).get("artifacts")):
+        artifact = as_mapping(artifact)
+        differing = [
+            as_mapping(t)
+            for t in as_list(artifact.get("tensors"))
+            if as_mapping(t).get("status") not in ("equal", "within_tolerance")
+        ]
+        if not differing:
+            continue
+        rows = [
+            f"| `{cell(t.get('name', '?'))}` | {t.get('status', '')} |"
+            f" {t.get('differing_elements', '')}/{t.get('total_elements', '')} |"
+            f" {number_text(t.get('max_abs_diff'))} | {number_text(t.get('max_ulp'))} |"
+            for t in differing[:TABLE_ROWS]
+        ]
+        sections.append(
+            f"**`{cell(artifact.get('path', '?'))}`**\n\n"
+            "| Tensor | Status | Differing | Max abs diff | Max ULP |\n|---|---|---|---|---|\n"
+            + "\n".join(rows)
+        )
+    return "\n\n".join(sections)

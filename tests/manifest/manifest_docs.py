@@ -1,0 +1,32 @@
+"""Manifest documents for the tests: a real-shaped version 2 one, and the version 1 it came from."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+MANIFEST_FAIL = Path(__file__).parent.parent / "github" / "data" / "manifest-fail.json"
+
+# Sections version 1 only reserved (free-form objects); no version 1 gate wrote them.
+V1_UNWRITTEN = ("fingerprint", "checklist", "environment_diff", "reporting", "metrics")
+
+
+def load_v2() -> dict[str, Any]:
+    """A failing run's manifest, valid against the current schema (version 2)."""
+    return copy.deepcopy(json.loads(MANIFEST_FAIL.read_text(encoding="utf-8")))
+
+
+def as_v1(document: dict[str, Any]) -> dict[str, Any]:
+    """The inverse of the 1 -> 2 migration: what a version 1 gate wrote for the same run."""
+    old = {key: value for key, value in copy.deepcopy(document).items()
+           if key not in V1_UNWRITTEN}
+    old["schema_version"] = 1
+    return old
+
+
+def write_json(path: Path, document: Any) -> Path:
+    """`document` as JSON at `path`; returns `path`."""
+    path.write_text(json.dumps(document, indent=2), encoding="utf-8")
+    return path

@@ -74,6 +74,7 @@ class ErrorKind(StrEnum):
     CHECKPOINT_UNREADABLE = "checkpoint_unreadable"
     # the gate itself
     CANCELLED = "cancelled"  # interrupted (Ctrl-C, SIGTERM) before a verdict
+    LOCKED = "locked"  # another gate is using the output directory or the working directory
     INTERNAL = "internal"  # a bug in repro-gate: an exception nobody expected
 
 

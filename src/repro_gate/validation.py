@@ -8,6 +8,7 @@ location. Here each schema is registered under its file name, the same relative 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -18,6 +19,18 @@ from referencing.jsonschema import DRAFT202012
 
 SCHEMA_PACKAGE = "repro_gate.schemas"
 SUFFIX = ".schema.json"
+
+
+def _is_integer(checker: Any, instance: Any) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+# JSON Schema counts 2.0 as an integer; what we read and write must be a real int (`runs: 2.0`
+# would otherwise reach `range()`).
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer),
+)
 
 
 @cache
@@ -40,9 +53,25 @@ def load(name: str) -> dict[str, Any]:
 
 def errors(name: str, instance: Any) -> list[str]:
     """Validate `instance` against schema `name`; return one readable line per problem."""
-    validator = jsonschema.Draft202012Validator(load(name), registry=_registry())
+    # JSON has string keys only, so the schemas cannot reject others; YAML (`1: x`) has them.
+    keys = list(_non_string_keys(instance, []))
+    if keys:
+        return keys
+    validator = Validator(load(name), registry=_registry())
     found = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
     return [describe_error(error) for error in found]
+
+
+def _non_string_keys(instance: Any, path: list[Any]) -> Iterator[str]:
+    if isinstance(instance, dict):
+        for key, value in instance.items():
+            if not isinstance(key, str):
+                yield f"{_path(path) or '(top level)'}: key {key!r} must be a string"
+            else:
+                yield from _non_string_keys(value, [*path, key])
+    elif isinstance(instance, list):
+        for index, value in enumerate(instance):
+            yield from _non_string_keys(value, [*path, index])
 
 
 def describe_error(error: jsonschema.ValidationError) -> str:
@@ -52,7 +81,7 @@ def describe_error(error: jsonschema.ValidationError) -> str:
         missing = error.message.split("'")[1]
         return f"{_join(where, missing)}: is required"
     if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
         return f"{where}: unknown key {', '.join(repr(k) for k in extra)}"
     return f"{where}: must be {rule(error.schema)}"
 

@@ -97,13 +97,13 @@ def test_flags_choose_repository_commit_and_pull_request(
     assert [c["issue_url"].rsplit("/", 1)[1] for c in github.comments[9]] == ["9"]
 
 
-def test_reporting_failure_exits_1_and_keeps_the_manifest(
+def test_reporting_failure_exits_2_and_keeps_the_manifest(
     tmp_path: Path, github: FakeGitHub, manifest: dict[str, Any]
 ) -> None:
     github.script("POST", "/check-runs$", Answer(422, body={"message": "Validation Failed"}))
     path = write_manifest(tmp_path, manifest)
     result = repro_gate(workflow_run_env(tmp_path, github), "--manifest", str(path))
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert "check run failed: POST /repos/octo-org/trainer/check-runs: HTTP 422" in result.stderr
     updated = json.loads(path.read_text(encoding="utf-8"))
     assert updated["verdict"] == "fail"

@@ -246,8 +246,9 @@ def test_gateway_down_keeps_payload_and_push_command_delivers_later(
     path = write_manifest(output_dir, failed)
 
     code, _, err = finish(cli_push(path, environ))
-    assert code == 1
-    assert err.count("\n") == 1 and "warning: metrics push" in err
+    assert code == 2  # exit 1 is the verdict fail; a failed push is an error
+    assert err.count("\n") == 1 and "error: metrics push" in err
+    assert f"`repro-gate push --manifest {path} --pushgateway-url {pushgateway.url}`" in err
 
     pushgateway.start()
     # Meanwhile a newer run of the same slot was pushed.

@@ -69,9 +69,15 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--error-conclusion", choices=["failure", "neutral"],
                         help="check-run conclusion for the verdict error (default failure)")
     report.add_argument("--report-timeout", type=float, metavar="SECONDS",
-                        help="time reporting may spend retrying, per phase (default 120)")
+                        help="deadline of each GitHub reporting phase, retries included"
+                             " (default 30)")
     report.add_argument("--pushgateway-url", metavar="URL", help="Pushgateway for SLI metrics")
     report.add_argument("--metrics-job", metavar="JOB", help="Pushgateway job label")
     report.add_argument("--runner-slot", metavar="SLOT", help="runner slot label (bounded)")
+    report.add_argument("--metrics-timeout", type=float, metavar="SECONDS",
+                        help="deadline of one Pushgateway push, retries included (default 30)")
     parser.add_argument("-o", "--output-dir", help="where the manifest and runs go"
                                                    " (default repro-gate-out)")
+    parser.add_argument("--wait", action="store_true",
+                        help="wait for another gate using the same output directory or working"
+                             " directory, instead of stopping with an error")

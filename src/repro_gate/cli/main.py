@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from repro_gate import __version__
-from repro_gate.errors import EXIT_ERROR, GateError
+from repro_gate.errors import EXIT_ERROR, GateError, one_line
+from repro_gate.launch import cancel
 
 # Subcommand name -> module in repro_gate.cli.commands; each module has `add_parser` and `run`.
 COMMANDS = {
@@ -44,7 +46,32 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the process exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    _refuse_dashes_as_a_value(parser, arguments)
+    args = parser.parse_args(arguments)
+    code = _run(args)
+    if cancel.happened():
+        # Cancelled: the runs are stopped and the manifest is written. Tearing down the
+        # interpreter (torch's modules) can take seconds on a busy runner that kills the job
+        # soon, and nothing is left that needs it.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _refuse_dashes_as_a_value(parser: argparse.ArgumentParser, arguments: list[str]) -> None:
+    """`--opt=--` reaches the command as an empty list, skipping the option's type (argparse's
+    handling of `--`): refuse it like any other bad value."""
+    for argument in arguments:
+        if argument == "--":
+            return
+        if argument.startswith("-") and argument.endswith("=--"):
+            parser.error(f"argument {argument.split('=', 1)[0]}: expected a value, not '--'")
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The subcommand's exit code; every error ends here as one line."""
     try:
         return int(args.handler(args))
     except GateError as error:
@@ -53,4 +80,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return error.exit_code
     except KeyboardInterrupt:
         print("repro-gate: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # The reader of our output went away (`| head`): say nothing more on that pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
+    except Exception as error:  # the last resort: one line, never a traceback
+        print(f"repro-gate: internal error: {type(error).__name__}: {one_line(error)}",
+              file=sys.stderr)
         return EXIT_ERROR

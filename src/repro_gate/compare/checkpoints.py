@@ -62,6 +62,9 @@ def load_torch(path: Path, rel_path: str, run: str) -> Checkpoint:
         if path.suffix.lower() == ".bin":
             raise NotComparable(f"run {run}'s file is not a PyTorch checkpoint; compared by bytes")
         raise unreadable(rel_path, run, "not a torch.save file (no zip archive, no legacy pickle)")
+    if layout == "zip" and zip_holds_pickle(path) is None:
+        # torch would say `[Errno 22] Invalid argument` or "failed finding central directory".
+        raise unreadable(rel_path, run, "not a complete torch checkpoint (truncated zip?)")
     try:
         loaded = torch_load(path, layout)
     except pickle.UnpicklingError as error:

@@ -21,6 +21,7 @@ class RunSide:
     artifacts: dict[str, Path]  # relative path -> file
     stopped: str | None = None  # set when the probe stopped the run early
     digests: dict[str, str] = field(default_factory=dict)  # files known only by sha256
+    notes: dict[str, str] = field(default_factory=dict)  # why a file is known only by sha256
 
     def paths(self) -> set[str]:
         """Every artifact's relative path, whether the file or only its digest is at hand."""
@@ -87,6 +88,8 @@ def _compare_artifacts(a: RunSide, b: RunSide, tolerance: Any) -> list[dict[str,
             item = {"path": rel, "kind": "bytes", "status": "missing_in_b"}
         elif rel in a.digests or rel in b.digests:
             item = _compare_digests(_digest(a, rel), _digest(b, rel), rel)
+            why = [side.notes[rel] for side in (a, b) if rel in side.notes]
+            item["note"] = "; ".join([item["note"], *why])
         else:
             item = compare_artifact(a.artifacts[rel], b.artifacts[rel], rel,
                                     tolerance_for(tolerance, rel))

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from repro_gate import parsing
 from repro_gate.compare.files import compare_bytes
 from repro_gate.compare.status import (
     DIFFERENT,
@@ -42,7 +43,16 @@ def compare_structured(
         return compare_bytes(
             path_a, path_b, rel_path, note=f"not valid {kind.upper()} ({error}); compared by bytes"
         )
-    diffs = list(diff_values(value_a, value_b, tolerance))
+    except parsing.OverBudget as error:
+        return compare_bytes(
+            path_a, path_b, rel_path,
+            note=f"{kind.upper()} over the parsing budget ({error}); compared by bytes",
+        )
+    try:
+        diffs = list(diff_values(value_a, value_b, tolerance))
+    except RecursionError:
+        return compare_bytes(path_a, path_b, rel_path,
+                             note=f"{kind.upper()} nested too deeply to walk; compared by bytes")
     return structured_result(rel_path, kind, diffs, tolerance)
 
 
@@ -68,12 +78,16 @@ def structured_result(
 
 
 def parse(path: Path, kind: str) -> Any:
-    """The document in a JSON or YAML file (a list of documents for multi-document YAML)."""
+    """The document in a JSON or YAML file (a list of documents for multi-document YAML).
+
+    Raises parsing.OverBudget for a file too large, too deep, or whose YAML aliases expand
+    past the node budget.
+    """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = parsing.read_text(path)
         if kind == "json":
-            return json.loads(text)
-        documents = list(yaml.safe_load_all(text))
+            return parsing.load_json(text)
+        documents = parsing.load_yaml_all(text)
     except (UnicodeDecodeError, ValueError, yaml.YAMLError) as error:
         raise UnparseableError(one_line(error)) from error
     return documents[0] if len(documents) == 1 else documents

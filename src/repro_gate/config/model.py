@@ -14,7 +14,10 @@ from typing import Any, Literal
 DEFAULT_NAME = "repro-gate"
 DEFAULT_OUTPUT_DIR = "repro-gate-out"
 DEFAULT_PIDS_LIMIT = 4096
-DEFAULT_REPORT_TIMEOUT = 120.0  # seconds reporting may spend retrying, per phase
+# Deadlines of publishing, retries included (docs/security.md): GitHub reporting gets one per
+# phase (the start of the runs, the end), a Pushgateway push one per push.
+DEFAULT_REPORT_TIMEOUT = 30.0
+DEFAULT_METRICS_TIMEOUT = 30.0
 
 Device = Literal["auto", "cpu", "cuda"]
 Determinism = Literal["warn", "strict"]
@@ -100,7 +103,7 @@ class ReportConfig:
     status: Literal["fallback", "always", "never"] = "fallback"
     comment: bool = True
     error_conclusion: Literal["failure", "neutral"] = "failure"
-    timeout: float = DEFAULT_REPORT_TIMEOUT
+    timeout: float = DEFAULT_REPORT_TIMEOUT  # seconds per phase, retries included
 
 
 @dataclass(frozen=True)
@@ -110,6 +113,7 @@ class MetricsConfig:
     pushgateway_url: str | None = None
     job: str = DEFAULT_NAME
     runner_slot: str | None = None
+    timeout: float = DEFAULT_METRICS_TIMEOUT  # seconds one push may take, retries included
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ over the file and validates with the same schema.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,7 +30,7 @@ SECTION_FLAGS = (
     ("report", "comment", "comment"), ("report", "error_conclusion", "error_conclusion"),
     ("report", "timeout", "report_timeout"),
     ("metrics", "pushgateway_url", "pushgateway_url"), ("metrics", "job", "metrics_job"),
-    ("metrics", "runner_slot", "runner_slot"),
+    ("metrics", "runner_slot", "runner_slot"), ("metrics", "timeout", "metrics_timeout"),
 )
 # Action inputs (action.yml) whose text goes unchanged to a top-level key.
 TEXT_INPUTS = {"name": "name", "image": "image", "baseline": "baseline", "network": "network",
@@ -129,7 +130,12 @@ def split_list(text: str) -> list[str]:
 
 
 def _number(what: str, text: str, kind: Callable[[str], Any]) -> Any:
+    """`text` as a finite, non-negative number of `kind`; one-line ConfigError otherwise."""
     try:
-        return kind(text)
+        value = kind(text)
     except ValueError:
         raise ConfigError(f"{what}: must be a number, got {text!r}") from None
+    # float() accepts "nan" and "inf", which would disable a timeout or a tolerance silently.
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"{what}: must be a finite number >= 0, got {text.strip()!r}")
+    return value

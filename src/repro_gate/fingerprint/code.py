@@ -6,7 +6,8 @@ import hashlib
 import subprocess
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+
+from repro_gate.credentials import strip_url_credentials
 
 GIT_TIMEOUT_SECONDS = 20
 
@@ -52,12 +53,8 @@ def collect_code(workdir: Path) -> dict[str, Any]:
 
 
 def strip_credentials(url: str) -> str:
-    """`https://user:token@host/x` -> `https://host/x`; scp-style `git@host:x` is left alone."""
-    parts = urlsplit(url)
-    if not parts.scheme or "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    """`url` without user info and credential-like query parameters (`credentials`)."""
+    return strip_url_credentials(url)
 
 
 def _remote_url(workdir: Path) -> str | None:

@@ -12,6 +12,7 @@ import importlib.util
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,18 +21,22 @@ from typing import Any
 from repro_gate import fingerprint, manifest
 from repro_gate.compare.runs import check_something_compared, compare_runs, empty_comparison
 from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
-from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError
+from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError, one_line
 from repro_gate.gate import runs, verdict
 from repro_gate.gate.collect import Sources
 from repro_gate.gate.record import GateState, assemble, deterministic, now
+from repro_gate.launch import cancel
 from repro_gate.launch.base import Launcher, LineSink, RunSpec
-from repro_gate.probe import TRAJECTORY_FILE, probe_output_dir
+from repro_gate.probe import TRAJECTORY_FILE, probe_output_dir, read_trajectory
 from repro_gate.publish import Publisher
 
 SinkFactory = Callable[[str], LineSink]
 LauncherFactory = Callable[[Config], Launcher]
 EXIT_CODES = {verdict.PASS: EXIT_PASS, verdict.FAIL: EXIT_FAIL, verdict.ERROR: EXIT_ERROR}
 LOG_TAIL_LINES = 20
+GATE_LOG = "gate.log"  # in <output_dir>/logs: tracebacks of internal errors
+# Subdirectories of the output directory the gate writes into.
+OUTPUT_SUBDIRS = ("logs", "runs")
 
 
 @dataclass
@@ -50,10 +55,20 @@ def run_gate(
     """Run the whole gate for an effective configuration; never raises a GateError.
 
     Output directory problems are the one exception: without it no manifest can be written.
+    An unexpected exception becomes the error `internal`, with its traceback in logs/gate.log.
     """
+    ensure_writable(config.output_dir)
+    try:
+        return _run_gate(config, open_launcher, publisher, sink_for)
+    except Exception as error:  # the one boundary for the unexpected
+        return _internal_failure(config, internal_error(error, config.output_dir), publisher)
+
+
+def _run_gate(
+    config: Config, open_launcher: LauncherFactory, publisher: Publisher, sink_for: SinkFactory
+) -> GateOutcome:
     started_at = now()
     started = time.monotonic()
-    ensure_writable(config.output_dir)
     state = GateState()
     try:
         check_baseline(config)
@@ -69,6 +84,11 @@ def run_gate(
     except GateError as error:
         state.error = error
         comparison = empty_comparison(config.tolerance)
+    except Exception as error:  # the runs are stopped; record it, then report
+        state.error = internal_error(error, config.output_dir)
+        comparison = empty_comparison(config.tolerance)
+    # The verdict is decided: a late signal no longer cuts writing and publishing it short.
+    cancel.ignore_from_now()
     document = assemble(config, state, comparison, started_at, time.monotonic() - started)
     path = _write(document, config.output_dir, state)
     document.update(publisher.finished(document, path))
@@ -87,8 +107,35 @@ def configuration_error(error: GateError, output_dir: Path, publisher: Publisher
 
     It is written when the output directory allows, so CI still finds a manifest to upload.
     """
+    return _error_only(error, DEFAULT_NAME, output_dir, publisher)
+
+
+def internal_error(error: Exception, output_dir: Path) -> GateError:
+    """An unexpected exception as one line; its traceback goes to <output_dir>/logs/gate.log."""
+    log = output_dir / "logs" / GATE_LOG
+    text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as file:
+            file.write(f"{now()} internal error\n{text}\n")
+        where = f"details in {log}"
+    except OSError:
+        where = "no details: logs/gate.log is not writable"
+    message = f"internal error: {type(error).__name__}: {one_line(error)}; {where}"
+    print(f"repro-gate: {message}", file=sys.stderr)
+    return GateError(message, kind=ErrorKind.INTERNAL)
+
+
+def _internal_failure(config: Config, error: GateError, publisher: Publisher) -> GateOutcome:
+    """The gate broke after deciding: a manifest with the error only."""
+    return _error_only(error, config.name, config.output_dir, publisher)
+
+
+def _error_only(
+    error: GateError, name: str, output_dir: Path, publisher: Publisher
+) -> GateOutcome:
     document = {
-        **manifest.header(DEFAULT_NAME, now(), now()),
+        **manifest.header(name, now(), now()),
         "verdict": verdict.ERROR,
         "reasons": [verdict.reason(error.kind, error.message)],
         "output_dir": str(output_dir),
@@ -103,7 +150,10 @@ def configuration_error(error: GateError, output_dir: Path, publisher: Publisher
         path: Path | None = manifest.write(document, output_dir)
     except GateError:
         path = None
-    document.update(publisher.finished(document, path))
+    try:
+        document.update(publisher.finished(document, path))
+    except Exception as failure:  # publishing never changes the verdict
+        print(f"repro-gate: warning: reporting failed: {one_line(failure)}", file=sys.stderr)
     return GateOutcome(document, path, EXIT_ERROR)
 
 
@@ -121,17 +171,20 @@ def check_baseline(config: Config) -> None:
 
 
 def ensure_writable(output_dir: Path) -> None:
-    """Create the output directory and prove a file can be written there."""
-    try:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        probe_file = output_dir / ".write-test"
-        probe_file.write_bytes(b"")
-        probe_file.unlink()
-    except OSError as error:
-        reason = error.strerror or str(error)
-        raise GateError(
-            f"output directory {output_dir} is not writable: {reason}", kind=ErrorKind.OUTPUT_DIR
-        ) from None
+    """Create the output directory and the subdirectories the gate writes into, and prove a file
+    can be written in each, before any run starts."""
+    for directory in (output_dir, *(output_dir / name for name in OUTPUT_SUBDIRS)):
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            probe_file = directory / ".write-test"
+            probe_file.write_bytes(b"")
+            probe_file.unlink()
+        except OSError as error:
+            reason = error.strerror or str(error)
+            what = "output directory" if directory == output_dir else "directory"
+            raise GateError(
+                f"{what} {directory} is not writable: {reason}", kind=ErrorKind.OUTPUT_DIR
+            ) from None
 
 
 def execute_runs(
@@ -148,7 +201,7 @@ def execute_runs(
         spec = runs.build_spec(config, launcher, name, "deterministic", reference)
         record = _execute(config, launcher, spec, sink_for)
         state.records.append(record)
-        _check_run(record, state)
+        _check_run(record, state, config.timeout)
         if state.strict_stop or record.stopped == "divergence":
             return
     default_runs = 2 if config.cost.noise_floor else 1
@@ -156,7 +209,7 @@ def execute_runs(
         spec = runs.build_spec(config, launcher, name, "default", max_steps=config.cost.steps)
         record = _execute(config, launcher, spec, sink_for)
         state.records.append(record)
-        _check_run(record, state)
+        _check_run(record, state, config.timeout)
 
 
 def _execute(
@@ -165,16 +218,36 @@ def _execute(
     # Container runs see a read-only workspace: only local runs collect from the workdir.
     workdir = config.workdir if launcher.name == "local" else None
     sources = Sources(spec.run_dir, workdir, config.output_dir)
-    return runs.execute(launcher, spec, sink_for(spec.name), sources, list(config.artifacts))
+    try:
+        return runs.execute(launcher, spec, sink_for(spec.name), sources, list(config.artifacts))
+    except GateError as error:
+        if error.kind != ErrorKind.CANCELLED:
+            raise
+        raise GateError(
+            f"{error.message} during run {spec.name} (step {_last_step(spec)})",
+            kind=ErrorKind.CANCELLED,
+        ) from None
 
 
-def _check_run(record: runs.RunRecord, state: GateState) -> None:
+def _last_step(spec: RunSpec) -> int:
+    """The last optimizer step the probe recorded in the run (0 before the first)."""
+    try:
+        trajectory = read_trajectory(spec.run_dir)
+    except (OSError, UnicodeDecodeError):
+        return 0
+    if not trajectory:
+        return 0
+    step = trajectory[-1].get("step")
+    return step if isinstance(step, int) else len(trajectory)
+
+
+def _check_run(record: runs.RunRecord, state: GateState, timeout: float | None) -> None:
     """Raise for a run that timed out, crashed or left configured globs unmatched."""
     label = f"run {record.name} ({record.mode})"
     if record.timed_out:
         raise GateError(
-            f"{label} timed out after {record.wall_seconds:.0f} s and was killed"
-            f" (log: {record.log_path})",
+            f"{label} timed out after {record.wall_seconds:.1f} s (timeout: {timeout:g} s)"
+            f" and was killed (log: {record.log_path})",
             kind=ErrorKind.TIMEOUT,
             detail=record.log_tail(LOG_TAIL_LINES),
         )

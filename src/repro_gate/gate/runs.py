@@ -11,6 +11,7 @@ from repro_gate import probe
 from repro_gate.compare import sha256_file
 from repro_gate.compare.runs import RunSide
 from repro_gate.config import Config
+from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate import collect as artifacts
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
 
@@ -127,10 +128,7 @@ def build_spec(
 ) -> RunSpec:
     """A fresh run directory and the spec of one run."""
     output_dir = config.output_dir
-    run_dir = output_dir / "runs" / name
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
+    run_dir = fresh_run_dir(output_dir / "runs" / name)
     argv, extra_path = command_argv(config, launcher)
     return RunSpec(
         name=name,
@@ -144,6 +142,23 @@ def build_spec(
         python_path=[probe.INJECT_DIR, *extra_path],
         reference_trajectory=reference_trajectory,
     )
+
+
+def fresh_run_dir(run_dir: Path) -> Path:
+    """An empty run directory: what an earlier gate left there is removed."""
+    try:
+        if run_dir.is_symlink() or run_dir.is_file():
+            run_dir.unlink()
+        elif run_dir.exists():
+            shutil.rmtree(run_dir)
+        run_dir.mkdir(parents=True)
+    except OSError as error:
+        where = error.filename or run_dir
+        raise GateError(
+            f"cannot clear the run directory {run_dir}: {where}: {error.strerror or error}",
+            kind=ErrorKind.OUTPUT_DIR,
+        ) from None
+    return run_dir
 
 
 def execute(

@@ -14,10 +14,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -29,8 +28,10 @@ import requests.exceptions
 from repro_gate.config import ContainerConfig
 from repro_gate.config.model import Gpus
 from repro_gate.errors import ErrorKind, GateError, one_line
+from repro_gate.launch import cancel
 from repro_gate.launch.base import LineSink, RunOutcome, RunSpec
 from repro_gate.launch.host_paths import PathTranslator
+from repro_gate.launch.stream import OutputPump, open_log
 from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
 
 CONTAINER_PYTHON_PATH = PurePosixPath("/repro-gate/python-path")
@@ -39,6 +40,8 @@ NOBODY = "65534:65534"
 # PyTorch DataLoader workers pass batches through /dev/shm; Docker's 64 MiB default is too small.
 DEFAULT_SHM_SIZE = "1g"
 STOP_GRACE_SECONDS = 5
+CANCEL_GRACE_SECONDS = 2  # the CI kills the whole job a few seconds after its first signal
+DRAIN_SECONDS = 2.0  # the log stream ends with the container; a stuck one is abandoned
 LABEL_GATE = "org.repro-gate.gate"
 LABEL_RUN = "org.repro-gate.run"
 
@@ -168,8 +171,53 @@ class DockerLauncher:
         environment = self._environment(spec, image, container_python_path)
         name = f"repro-gate-{spec.name.lower()}-{uuid.uuid4().hex[:12]}"
         started = time.monotonic()
+        container = None
         try:
-            container = self.client.containers.create(
+            container = self._create(image, argv, name, spec, environment, mounts, user)
+            exit_code, timed_out = self._start_and_wait(container, spec, sink)
+            state = _inspect_state(container)
+        except BaseException:
+            # Cancelled, or the gate failed: the container must not outlive the gate.
+            with cancel.deferred():
+                _stop(container or self._find(name), CANCEL_GRACE_SECONDS)
+            raise
+        finally:
+            with cancel.deferred():
+                if not self.settings.keep:
+                    _remove(container or self._find(name))
+                shutil.rmtree(staging, ignore_errors=True)
+        record = image_record(self.settings.image, image)
+        return RunOutcome(
+            exit_code=exit_code,
+            wall_seconds=time.monotonic() - started,
+            timed_out=timed_out,
+            # The manifest keeps `container` in the run's entry: the image goes there too.
+            details={
+                "image": record,
+                "container": {
+                    "image": record,
+                    "id": container.id,
+                    "name": name,
+                    "user": user,
+                    "network": self.settings.network,
+                    "oom_killed": bool(state.get("OOMKilled")),
+                    "kept": self.settings.keep,
+                },
+            },
+        )
+
+    def _create(
+        self,
+        image: Any,
+        argv: list[str],
+        name: str,
+        spec: RunSpec,
+        environment: dict[str, str],
+        mounts: list[docker.types.Mount],
+        user: str,
+    ) -> Any:
+        try:
+            return self.client.containers.create(
                 image.id,
                 argv,
                 name=name,
@@ -193,58 +241,25 @@ class DockerLauncher:
                 tty=False,
             )
         except docker.errors.APIError as error:
-            shutil.rmtree(staging, ignore_errors=True)
             raise GateError(
                 f"cannot create the container for run {spec.name}: {_explain(error)}",
                 kind=ErrorKind.DOCKER,
             ) from None
+
+    def _find(self, name: str) -> Any:
+        """The container called `name`, when a signal came before `create` returned it."""
         try:
-            exit_code, timed_out = self._start_and_wait(container, spec, sink)
-            state = _inspect_state(container)
-        finally:
-            if not self.settings.keep:
-                _remove(container)
-                shutil.rmtree(staging, ignore_errors=True)
-        record = image_record(self.settings.image, image)
-        return RunOutcome(
-            exit_code=exit_code,
-            wall_seconds=time.monotonic() - started,
-            timed_out=timed_out,
-            # The manifest keeps `container` in the run's entry: the image goes there too.
-            details={
-                "image": record,
-                "container": {
-                    "image": record,
-                    "id": container.id,
-                    "name": name,
-                    "user": user,
-                    "network": self.settings.network,
-                    "oom_killed": bool(state.get("OOMKilled")),
-                    "kept": self.settings.keep,
-                },
-            },
-        )
+            return self.client.containers.get(name)
+        except (docker.errors.APIError, requests.exceptions.RequestException):
+            return None
 
     def _start_and_wait(
         self, container: Any, spec: RunSpec, sink: LineSink
     ) -> tuple[int | None, bool]:
-        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with spec.log_path.open("wb") as log:
-            try:
-                container.start()
-            except docker.errors.APIError as error:
-                hint = ""
-                if "could not select device driver" in _explain(error):
-                    hint = (
-                        f" (gpus: {self.settings.gpus}): the Docker host has no GPU support;"
-                        " install the NVIDIA Container Toolkit there, or set gpus: none"
-                    )
-                raise GateError(
-                    f"cannot start the container for run {spec.name}: {_explain(error)}{hint}",
-                    kind=ErrorKind.DOCKER,
-                ) from None
-            pump = threading.Thread(target=_pump_logs, args=(container, log, sink), daemon=True)
-            pump.start()
+        pump = OutputPump(open_log(spec), sink)
+        try:
+            self._start(container, spec)
+            pump.start(_log_chunks(container))
             timed_out = False
             exit_code: int | None = None
             try:
@@ -252,9 +267,26 @@ class DockerLauncher:
                 exit_code = int(result.get("StatusCode", -1))
             except requests.exceptions.RequestException:  # the read timed out: the run did
                 timed_out = True
-                _kill(container)
-            pump.join(timeout=10)
+                _stop(container, STOP_GRACE_SECONDS)
+        finally:
+            with cancel.deferred():
+                pump.finish(DRAIN_SECONDS)
         return exit_code, timed_out
+
+    def _start(self, container: Any, spec: RunSpec) -> None:
+        try:
+            container.start()
+        except docker.errors.APIError as error:
+            hint = ""
+            if "could not select device driver" in _explain(error):
+                hint = (
+                    f" (gpus: {self.settings.gpus}): the Docker host has no GPU support;"
+                    " install the NVIDIA Container Toolkit there, or set gpus: none"
+                )
+            raise GateError(
+                f"cannot start the container for run {spec.name}: {_explain(error)}{hint}",
+                kind=ErrorKind.DOCKER,
+            ) from None
 
     def _mounts(
         self, spec: RunSpec, staging: Path
@@ -322,27 +354,21 @@ def _image_env(image: Any) -> dict[str, str]:
     return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
 
 
-def _pump_logs(container: Any, log: Any, sink: LineSink) -> None:
-    pending = b""
-    try:
-        for chunk in container.logs(stream=True, follow=True, stdout=True, stderr=True):
-            log.write(chunk)
-            log.flush()
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for raw in lines:
-                sink(raw.decode("utf-8", errors="replace").rstrip("\r"))
-    except (docker.errors.APIError, requests.exceptions.RequestException):
-        pass  # the container went away; what was read is in the log
-    if pending:
-        sink(pending.decode("utf-8", errors="replace").rstrip("\r"))
+def _log_chunks(container: Any) -> Iterator[bytes]:
+    """The container's output as the daemon streams it, until the container ends."""
+    # The container going away ends the stream; what was read is in the log.
+    with contextlib.suppress(docker.errors.APIError, requests.exceptions.RequestException):
+        yield from container.logs(stream=True, follow=True, stdout=True, stderr=True)
 
 
-def _kill(container: Any) -> None:
+def _stop(container: Any, grace: float) -> None:
+    """SIGTERM the training, SIGKILL after `grace` seconds (tini passes both to the tree)."""
+    if container is None:
+        return
     try:
-        container.stop(timeout=STOP_GRACE_SECONDS)
+        container.stop(timeout=int(grace))
     except (docker.errors.APIError, requests.exceptions.RequestException):
-        with contextlib.suppress(docker.errors.APIError):
+        with contextlib.suppress(docker.errors.APIError, requests.exceptions.RequestException):
             container.kill()
 
 
@@ -355,6 +381,8 @@ def _inspect_state(container: Any) -> dict[str, Any]:
 
 
 def _remove(container: Any) -> None:
+    if container is None:
+        return
     try:
         container.remove(force=True)
     except docker.errors.NotFound:

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
+import select
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 from repro_gate.errors import ErrorKind, GateError
+from repro_gate.launch import cancel
 from repro_gate.launch.base import LineSink, RunOutcome, RunSpec
-from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
+from repro_gate.launch.environment import build_environment
+from repro_gate.launch.processes import RunProcesses
+from repro_gate.launch.stream import CHUNK_BYTES, OutputPump, open_log
 
 # How long a timed-out run gets between SIGTERM and SIGKILL.
 TERMINATE_GRACE_SECONDS = 5.0
+# The same on cancel: the CI kills the whole job a few seconds after its first signal.
+CANCEL_GRACE_SECONDS = 2.0
+# Output still in the pipe when the run has ended; a stray holding the pipe is not waited for.
+DRAIN_SECONDS = 1.0
+POLL_SECONDS = 0.1
 
 
 class LocalLauncher:
@@ -28,90 +36,87 @@ class LocalLauncher:
         return sys.executable
 
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
-        """Start the run, stream and log its output, and wait for it or its timeout."""
+        """Start the run, stream and log its output, and wait for it or its timeout.
+
+        However the run ends (exit, timeout, cancellation, an error of the gate), none of the
+        processes it started is left running.
+        """
         env = build_environment(os.environ, spec)
-        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        pump = OutputPump(open_log(spec), sink)
+        tree = RunProcesses()
         started = time.monotonic()
         try:
-            process = subprocess.Popen(
-                spec.argv,
-                cwd=spec.workdir,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        except FileNotFoundError:
-            raise GateError(
-                f"command not found: {spec.argv[0]} (run {spec.name}, in {spec.workdir})",
-                kind=ErrorKind.COMMAND_NOT_FOUND,
-            ) from None
-        except PermissionError:
-            raise GateError(
-                f"command is not executable: {spec.argv[0]} (run {spec.name})",
-                kind=ErrorKind.COMMAND_NOT_FOUND,
-            ) from None
-        except NotADirectoryError:
-            raise GateError(
-                f"workdir is not a directory: {spec.workdir}", kind=ErrorKind.CONFIG
-            ) from None
-
-        with spec.log_path.open("wb") as log:
-            pump = threading.Thread(target=_pump, args=(process, log, sink), daemon=True)
-            pump.start()
-            timed_out = False
-            try:
-                process.wait(timeout=spec.timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(process)
-            finally:
-                # The training may leave children behind (DataLoader workers, servers).
-                _signal_group(process.pid, signal.SIGKILL)
-            pump.join(timeout=10)
+            tree.process = _start(spec, env)
+            assert tree.process.stdout is not None
+            pump.start(_read_chunks(tree.process.stdout.fileno(), pump.stopping))
+            timed_out = _wait(tree, spec.timeout)
+            wall_seconds = time.monotonic() - started
+        except BaseException:
+            with cancel.deferred():
+                tree.stop(CANCEL_GRACE_SECONDS)
+            raise
+        finally:
+            with cancel.deferred():
+                # The training may leave children behind (DataLoader workers, servers, daemons).
+                tree.kill_all()
+                pump.finish(DRAIN_SECONDS)
+                if tree.process is not None and tree.process.stdout is not None:
+                    tree.process.stdout.close()
         return RunOutcome(
-            exit_code=None if timed_out else process.returncode,
-            wall_seconds=time.monotonic() - started,
+            exit_code=None if timed_out else tree.process.returncode,
+            wall_seconds=wall_seconds,
             timed_out=timed_out,
         )
 
 
-def build_environment(base: os._Environ[str] | dict[str, str], spec: RunSpec) -> dict[str, str]:
-    """The process environment of a local run: the gate's own plus the run's variables."""
-    env = dict(base)
-    env.update(spec.env)
-    env[ENV_RUN_DIR] = str(spec.run_dir)
-    paths = [str(p) for p in spec.python_path]
-    if env.get("PYTHONPATH"):
-        paths.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(paths)
-    if spec.reference_trajectory is not None:
-        env[ENV_REFERENCE_TRAJECTORY] = str(spec.reference_trajectory)
-    else:
-        env.pop(ENV_REFERENCE_TRAJECTORY, None)
-    # Stream output as it happens; buffering does not change what the training computes.
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def _pump(process: subprocess.Popen[bytes], log: object, sink: LineSink) -> None:
-    assert process.stdout is not None
-    for raw in iter(process.stdout.readline, b""):
-        log.write(raw)  # type: ignore[attr-defined]
-        log.flush()  # type: ignore[attr-defined]
-        sink(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    _signal_group(process.pid, signal.SIGTERM)
+def _start(spec: RunSpec, env: dict[str, str]) -> subprocess.Popen[bytes]:
     try:
-        process.wait(timeout=TERMINATE_GRACE_SECONDS)
+        return subprocess.Popen(
+            spec.argv,
+            cwd=spec.workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise GateError(
+            f"command not found: {spec.argv[0]} (run {spec.name}, in {spec.workdir})",
+            kind=ErrorKind.COMMAND_NOT_FOUND,
+        ) from None
+    except PermissionError:
+        raise GateError(
+            f"command is not executable: {spec.argv[0]} (run {spec.name})",
+            kind=ErrorKind.COMMAND_NOT_FOUND,
+        ) from None
+    except NotADirectoryError:
+        raise GateError(
+            f"workdir is not a directory: {spec.workdir}", kind=ErrorKind.CONFIG
+        ) from None
+
+
+def _wait(tree: RunProcesses, timeout: float | None) -> bool:
+    """Wait for the main process; on timeout stop the whole run. True when it timed out."""
+    assert tree.process is not None
+    try:
+        tree.process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _signal_group(process.pid, signal.SIGKILL)
-        process.wait()
+        tree.stop(TERMINATE_GRACE_SECONDS)
+        return True
+    return False
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+def _read_chunks(fd: int, stopping: threading.Event) -> Iterator[bytes]:
+    """What the run writes to the pipe, in chunks of at most CHUNK_BYTES, until EOF or stop."""
+    while not stopping.is_set():
+        ready, _, _ = select.select([fd], [], [], POLL_SECONDS)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, CHUNK_BYTES)
+        except OSError:
+            return
+        if not chunk:
+            return
+        yield chunk

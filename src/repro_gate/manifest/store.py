@@ -9,8 +9,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from repro_gate import validation
-from repro_gate.errors import ErrorKind, GateError
+from repro_gate import parsing, validation
+from repro_gate.credentials import credential_values, mask_document
+from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.manifest.versions import upgrade, version_of
 
 MANIFEST_NAME = "manifest.json"
@@ -30,6 +31,7 @@ def read(path: Path) -> dict[str, Any]:
 def write(document: dict[str, Any], output_dir: Path) -> Path:
     """Validate, then write `output_dir/manifest.json` atomically; an invalid one is kept aside
     as `manifest.invalid.json` for the bug report."""
+    document = masked(document)
     try:
         validate(document)
     except GateError:
@@ -43,8 +45,16 @@ def write(document: dict[str, Any], output_dir: Path) -> Path:
 def update(path: Path, document: dict[str, Any]) -> None:
     """Replace the manifest at `path` with `document`, validated first; an invalid document
     raises GateError(kind="manifest_invalid") and leaves the file as it was."""
+    document = masked(document)
     validate(document)
     write_json_atomic(path, document)
+
+
+def masked(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` with the credential values of this process replaced by `***`: a training
+    that prints a secret, or a URL that carries one, does not put it in an uploaded file."""
+    values = credential_values(os.environ)
+    return mask_document(document, values) if values else document
 
 
 def validate(document: dict[str, Any]) -> None:
@@ -82,13 +92,13 @@ def load_object(path: Path, *, noun: str, kind: ErrorKind, missing_kind: ErrorKi
     is the kind of that error.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        document = parsing.load_json(parsing.read_text(Path(path)))
     except FileNotFoundError:
         raise GateError(f"{path}: {noun} not found", kind=missing_kind or kind) from None
     except (OSError, UnicodeDecodeError) as error:
-        raise GateError(f"{path}: cannot read: {error}", kind=kind) from None
-    try:
-        document = json.loads(text)
+        raise GateError(f"{path}: cannot read: {one_line(error)}", kind=kind) from None
+    except parsing.OverBudget as error:
+        raise GateError(f"{path}: not read: {error}", kind=kind) from None
     except json.JSONDecodeError as error:
         raise GateError(f"{path}: not valid JSON (line {error.lineno}): {error.msg}",
                         kind=kind) from None

@@ -9,12 +9,15 @@ exit code: every part catches its own failures and records them in its section.
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from repro_gate.config import Config, MetricsConfig
+from repro_gate.manifest.store import MANIFEST_NAME
 from repro_gate.publish import actions
 from repro_gate.publish.github.reporter import GitHubReporter
 from repro_gate.publish.metrics.push import push_manifest
@@ -49,7 +52,9 @@ class RuntimePublisher:
         """GitHub, then the Pushgateway, then the Actions step (which shows both outcomes)."""
         sections: dict[str, Any] = {}
         if self.github is not None:
-            sections["reporting"] = self.github.finished(document)
+            sections["reporting"] = with_report_retry(
+                self.github.finished(document), manifest_path or _manifest_path(document)
+            )
         if self.metrics is not None:
             output_dir = Path(document["output_dir"])
             sections["metrics"] = push_manifest(
@@ -57,6 +62,19 @@ class RuntimePublisher:
             )
         actions.publish({**document, **sections}, self.environ, manifest_path=manifest_path)
         return sections
+
+
+def with_report_retry(section: dict[str, Any], manifest_path: Path) -> dict[str, Any]:
+    """A failed report gets the command that posts it later, in the section and on stderr."""
+    if not section.get("active") or section.get("ok"):
+        return section
+    retry = shlex.join(["repro-gate", "report", "--manifest", str(manifest_path.absolute())])
+    print(f"repro-gate: github: reporting failed; post it later with `{retry}`", file=sys.stderr)
+    return {**section, "retry": retry}
+
+
+def _manifest_path(document: dict[str, Any]) -> Path:
+    return Path(document["output_dir"]) / MANIFEST_NAME
 
 
 def for_gate(config: Config, environ: Mapping[str, str] | None = None) -> RuntimePublisher:

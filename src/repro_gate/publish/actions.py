@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from repro_gate.credentials import credential_values
 from repro_gate.render.markdown import summary_markdown
 from repro_gate.workspace import repository_path, workspace_root
 
@@ -63,6 +64,20 @@ def add_mask(value: str, stream: TextIO | None = None) -> None:
     for line in value.splitlines():
         if line.strip():
             emit(command("add-mask", line), stream)
+
+
+def mask_credentials(
+    environ: Mapping[str, str] | None = None, stream: TextIO | None = None
+) -> None:
+    """Register every credential value the gate holds with `::add-mask::`, once, at start.
+
+    Only in Actions: anywhere else the command would print the secret it means to hide.
+    """
+    env = os.environ if environ is None else environ
+    if not in_actions(env):
+        return
+    for value in credential_values(env):
+        add_mask(value, stream)
 
 
 @contextmanager

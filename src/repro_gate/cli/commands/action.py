@@ -18,8 +18,9 @@ from repro_gate import config, publish
 from repro_gate.cli.sinks import GroupedSinks
 from repro_gate.config import DEFAULT_OUTPUT_DIR, overrides
 from repro_gate.errors import GateError
+from repro_gate.gate import lock
 from repro_gate.gate.pipeline import configuration_error, run_gate
-from repro_gate.launch import launcher_for
+from repro_gate.launch import cancel, launcher_for
 from repro_gate.publish import actions
 from repro_gate.render import console
 
@@ -40,9 +41,7 @@ def add_parser(subparsers: Any, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the gate configured by the action inputs and publish its result to the step."""
     environ = os.environ
-    token = overrides.action_input(environ, "github-token")
-    if token:
-        actions.add_mask(token)
+    actions.mask_credentials(environ)
     try:
         config_path = Path(value) if (value := overrides.action_input(environ, "config")) else None
         effective = config.load(config_path, overrides.from_action_inputs(environ), Path.cwd())
@@ -54,7 +53,8 @@ def run(args: argparse.Namespace) -> int:
         effective = dataclasses.replace(effective, container=container)
     sinks = GroupedSinks()
     try:
-        outcome = run_gate(effective, launcher_for, publish.for_gate(effective, environ), sinks)
+        with cancel.on_signals(), lock.hold(effective, wait=False):
+            outcome = run_gate(effective, launcher_for, publish.for_gate(effective, environ), sinks)
     finally:
         sinks.close()
     shown = None if outcome.manifest_path is None else str(outcome.manifest_path)

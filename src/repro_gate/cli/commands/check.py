@@ -12,8 +12,10 @@ from repro_gate.cli.flags import add_config_options
 from repro_gate.cli.sinks import stderr_sink_for
 from repro_gate.config import DEFAULT_OUTPUT_DIR, overrides
 from repro_gate.errors import GateError
+from repro_gate.gate import lock
 from repro_gate.gate.pipeline import configuration_error, run_gate
-from repro_gate.launch import launcher_for
+from repro_gate.launch import cancel, launcher_for
+from repro_gate.publish import actions
 from repro_gate.render import console
 
 EPILOG = """\
@@ -53,8 +55,10 @@ def run(args: argparse.Namespace) -> int:
         output_dir = Path(args.output_dir or DEFAULT_OUTPUT_DIR).absolute()
         _record_configuration_error(error, output_dir, args.json)
         raise
+    actions.mask_credentials()
     publisher = publish.for_gate(effective)
-    outcome = run_gate(effective, launcher_for, publisher, stderr_sink_for(args.quiet))
+    with cancel.on_signals(), lock.hold(effective, args.wait):
+        outcome = run_gate(effective, launcher_for, publisher, stderr_sink_for(args.quiet))
     if args.json:
         print(json.dumps(outcome.manifest, indent=2))
     else:

@@ -6,13 +6,16 @@ Used to catch cross-machine drift: run the gate on two runners, then compare wha
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 from pathlib import Path
 from typing import Any
 
 from repro_gate import manifest, probe
+from repro_gate.compare import sha256_file
 from repro_gate.compare.runs import RunSide, check_something_compared, compare_runs
 from repro_gate.config import ToleranceConfig
+from repro_gate.config.loader import check_artifact_globs
 from repro_gate.config.overrides import parse_tolerance
 from repro_gate.errors import EXIT_FAIL, EXIT_PASS, ErrorKind, GateError
 from repro_gate.gate import collect as artifacts
@@ -66,13 +69,18 @@ def run(args: argparse.Namespace) -> int:
 
 def load_side(path: Path, name: str, globs: list[str] | None) -> RunSide:
     """Read one side: a run directory, a gate output directory, or a manifest file."""
+    check_artifact_globs(globs or [])
     if path.is_file():
         return _from_manifest(manifest.read(path), name, globs)
     if (path / manifest.MANIFEST_NAME).is_file():
         return _from_manifest(manifest.read(path / manifest.MANIFEST_NAME), name, globs,
                               output_dir=path)
     if path.is_dir():
-        return _from_run_dir(path, name, globs)
+        side = _from_run_dir(path, name, globs)
+        if not side.trajectory and not side.artifacts:
+            raise GateError(f"{path}: holds no trajectory and no artifacts (not a run directory,"
+                            " output directory or manifest?)", kind=ErrorKind.INPUT_INVALID)
+        return side
     raise GateError(f"{path}: no such run directory or manifest", kind=ErrorKind.INPUT_MISSING)
 
 
@@ -85,20 +93,66 @@ def _from_run_dir(run_dir: Path, name: str, globs: list[str] | None) -> RunSide:
 def _from_manifest(
     document: dict[str, Any], name: str, globs: list[str] | None, output_dir: Path | None = None
 ) -> RunSide:
+    """The recorded sha256 of each artifact decide; the run directory, where it still holds
+    exactly those files, adds the tensor-level detail and the trajectory."""
     deterministic_runs = [r for r in document["runs"] if r["mode"] == "deterministic"]
     if not deterministic_runs:
         raise GateError("the manifest holds no deterministic run to compare",
                         kind=ErrorKind.INPUT_INVALID)
     first = deterministic_runs[0]
+    recorded = {a["path"]: a["sha256"] for a in first["artifacts"]
+                if globs is None or any(glob_matches(g, a["path"]) for g in globs)}
     candidates = [Path(first["run_dir"])]
     if output_dir is not None:
         candidates.insert(0, output_dir / "runs" / first["name"])
-    for run_dir in candidates:
-        if run_dir.is_dir():
-            return _from_run_dir(run_dir, name, globs)
-    return _from_hashes(first, name)
+    run_dir = next((c for c in candidates if c.is_dir()), None)
+    if run_dir is None:
+        return RunSide(name, [], {}, digests=recorded)
+    return _verified(run_dir, first, recorded, name)
 
 
-def _from_hashes(run: dict[str, Any], name: str) -> RunSide:
-    """A side whose artifacts are known only by their sha256 in the manifest."""
-    return RunSide(name, [], {}, digests={a["path"]: a["sha256"] for a in run["artifacts"]})
+def _verified(
+    run_dir: Path, run: dict[str, Any], recorded: dict[str, str], name: str
+) -> RunSide:
+    """Files of `run_dir` that still match the manifest; the others known only by sha256."""
+    side = RunSide(name, [], {})
+    for rel, digest in recorded.items():
+        path = _recorded_file(run_dir, rel)
+        if path is not None and sha256_file(path) == digest:
+            side.artifacts[rel] = path
+        else:
+            side.digests[rel] = digest
+            state = "is missing from" if path is None else "no longer matches the manifest in"
+            side.notes[rel] = f"run {name}'s file {state} {run_dir}"
+    trajectory = probe.read_trajectory(run_dir)
+    # A directory whose files changed may have a changed trajectory too: trust neither.
+    if not side.digests and len(trajectory) == run.get("steps"):
+        side.trajectory = trajectory
+    return side
+
+
+def _recorded_file(run_dir: Path, rel: str) -> Path | None:
+    """Where the gate put artifact `rel` in its run directory: a regular file inside it."""
+    for path in (run_dir / rel, run_dir / artifacts.FROM_WORKDIR_SUBDIR / rel):
+        if path.is_file() and not path.is_symlink() and _inside(path, run_dir):
+            return path
+    return None
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    return path.resolve().is_relative_to(directory.resolve())
+
+
+def glob_matches(glob: str, rel_path: str) -> bool:
+    """Whether `rel_path` is matched by `glob` as Path.glob would match it from the root."""
+    pattern = [part for part in glob.split("/") if part not in ("", ".")]
+    return _match_parts(pattern, rel_path.split("/"))
+
+
+def _match_parts(pattern: list[str], parts: list[str]) -> bool:
+    if not pattern:
+        return not parts
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(_match_parts(rest, parts[index:]) for index in range(len(parts) + 1))
+    return bool(parts) and fnmatch.fnmatchcase(parts[0], head) and _match_parts(rest, parts[1:])

@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from repro_gate import validation
 from repro_gate.cli.output import print_document
-from repro_gate.errors import EXIT_FAIL, EXIT_PASS, ErrorKind
+from repro_gate.errors import EXIT_FAIL, EXIT_PASS, ErrorKind, GateError
 from repro_gate.fingerprint.diff import CATEGORIES, environment_diff
 from repro_gate.manifest import read_document
 
@@ -29,11 +30,25 @@ def add_parser(subparsers: Any, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the changes; 0 equal, 1 different, 2 (GateError) bad input."""
-    old = read_document(args.old, kind=ErrorKind.INPUT)
-    new = read_document(args.new, kind=ErrorKind.INPUT)
+    old = _checked(read_document(args.old, kind=ErrorKind.INPUT), args.old)
+    new = _checked(read_document(args.new, kind=ErrorKind.INPUT), args.new)
     result = environment_diff(old, new)
     print_document(result, args.json, describe)
     return EXIT_PASS if result["equal"] else EXIT_FAIL
+
+
+def _checked(document: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A fingerprint document checked against its schema (a manifest already was, when read):
+    the diff reads every field, so a hand-edited or truncated one is bad input, not a crash."""
+    if "schema_version" in document:
+        return document
+    schema = "fingerprint-document" if "fingerprint" in document else "fingerprint"
+    problems = validation.errors(schema, document)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise GateError(f"{path}: not a valid fingerprint: {problems[0]}{more}",
+                        kind=ErrorKind.INPUT)
+    return document
 
 
 def describe(result: dict[str, Any]) -> list[str]:

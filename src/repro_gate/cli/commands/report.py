@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import re
 import sys
@@ -27,7 +28,8 @@ from repro_gate.publish.github.reporter import (
 )
 
 EXIT_REPORTED = 0
-EXIT_REPORTING_FAILED = 1
+# A failed report is an error, not a verdict: exit 1 is kept for "not reproducible".
+EXIT_REPORTING_FAILED = 2
 
 
 def add_parser(subparsers: Any, name: str) -> None:
@@ -38,7 +40,7 @@ def add_parser(subparsers: Any, name: str) -> None:
         description=(
             "Post the results of an earlier gate run to GitHub: a check run with annotations,"
             " a commit status and the sticky pull-request comment. Exit 0 when reporting"
-            " worked, 1 when some of it failed, 2 on bad input."
+            " worked, 2 when some of it failed or the input is bad."
         ),
     )
     parser.add_argument("--manifest", required=True, type=Path, help="manifest.json of the run")
@@ -67,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         raise ReportInputError(f"--sha must be a full commit SHA, got {args.sha!r}")
     if args.pr is not None and args.pr < 1:
         raise ReportInputError(f"--pr must be a pull request number, got {args.pr}")
-    if args.timeout <= 0:
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise ReportInputError("--timeout must be a positive number of seconds")
 
     context = context_from_environment(environ)

@@ -5,6 +5,10 @@ retried with exponential backoff and jitter; 403/429 rate limiting waits for `re
 for `x-ratelimit-reset` when no requests remain, else backs off (secondary limits). Other 4xx
 answers (401, 404, 422, a plain 403) are never retried. Every wait counts against one time
 budget for the whole client, so an outage cannot hold the gate for long.
+
+The budget is a hard deadline: each exchange runs in a worker thread that the client stops
+waiting for when the budget runs out (`publish.deadline`), so a server that trickles its answer
+a byte at a time, which no socket timeout catches, is cut off too.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import requests
@@ -20,6 +25,7 @@ import requests
 from repro_gate import __version__
 from repro_gate.config.model import DEFAULT_REPORT_TIMEOUT
 from repro_gate.errors import GitHubError, one_line
+from repro_gate.publish.deadline import DeadlineExceeded, call_within
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -29,8 +35,8 @@ API_VERSION = "2022-11-28"
 class RetryPolicy:
     """How long the client may wait, in seconds, and how it backs off."""
 
-    budget: float = DEFAULT_REPORT_TIMEOUT  # total time for the requests and waits of one phase
-    request_timeout: float = 15.0  # per HTTP call (connect and read)
+    budget: float = DEFAULT_REPORT_TIMEOUT  # deadline of one phase: its requests and waits
+    request_timeout: float = 15.0  # per HTTP call, the whole exchange
     base_delay: float = 1.0  # first backoff after a 5xx or a connection error
     max_delay: float = 30.0  # cap of one backoff
     secondary_wait: float = 60.0  # first wait on a rate limit that names no time
@@ -54,15 +60,18 @@ class GitHubClient:
         self._sleep = sleep
         self._clock = clock
         self._deadline = clock() + self.policy.budget
-        self._session = requests.Session()
-        self._session.headers.update(
-            {
-                "Accept": "application/vnd.github+json",
-                "Authorization": f"Bearer {token}",
-                "X-GitHub-Api-Version": API_VERSION,
-                "User-Agent": f"repro-gate/{__version__}",
-            }
-        )
+        self._headers = {
+            "Accept": "application/vnd.github+json",
+            "Authorization": f"Bearer {token}",
+            "X-GitHub-Api-Version": API_VERSION,
+            "User-Agent": f"repro-gate/{__version__}",
+        }
+        self._session = self._new_session()
+
+    def _new_session(self) -> requests.Session:
+        session = requests.Session()
+        session.headers.update(self._headers)
+        return session
 
     def reset_budget(self) -> None:
         """Start a new time budget (one per reporting phase: start of the runs, end)."""
@@ -89,10 +98,19 @@ class GitHubClient:
             if self.remaining() <= 0:
                 raise GitHubError(method, path, None, "time budget for GitHub requests used up")
             timeout = min(self.policy.request_timeout, self.remaining())
+            send = partial(
+                self._session.request, method, url, params=params, json=json, timeout=timeout
+            )
             try:
-                response = self._session.request(
-                    method, url, params=params, json=json, timeout=timeout
-                )
+                response = call_within(send, timeout, f"{method} {path}")
+            except DeadlineExceeded as error:
+                # The abandoned exchange still holds its connection: start a clean session.
+                self._session = self._new_session()
+                if last or self.remaining() <= 0:
+                    raise GitHubError(method, path, None, str(error)) from None
+                self._wait(method, path, _jitter(backoff), str(error))
+                backoff = min(backoff * 2, self.policy.max_delay)
+                continue
             except (requests.ConnectionError, requests.Timeout) as error:
                 if last:
                     raise GitHubError(method, path, None, one_line(error)) from error

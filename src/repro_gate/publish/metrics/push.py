@@ -9,6 +9,7 @@ right and where they do not.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -21,9 +22,12 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 from prometheus_client.exposition import basic_auth_handler, default_handler, push_to_gateway
 
+from repro_gate import credentials
 from repro_gate.config import MetricsConfig
+from repro_gate.config.model import DEFAULT_METRICS_TIMEOUT
 from repro_gate.errors import PushError, one_line
 from repro_gate.manifest.store import MANIFEST_NAME
+from repro_gate.publish.deadline import Deadline, DeadlineExceeded
 from repro_gate.publish.metrics import sli
 
 PAYLOAD_NAME = "metrics.prom"
@@ -33,15 +37,18 @@ NOT_CONFIGURED = "no pushgateway configured"
 
 ATTEMPTS = 3
 BACKOFF_SECONDS = (1.0, 2.0)
-TIMEOUT_SECONDS = 10.0
+TIMEOUT_SECONDS = 10.0  # one request's socket timeout; the push as a whole has its deadline
 # A new group's zeroed counters must be scraped before the first increment, or `increase()`
-# cannot see that increment: wait about two scrape intervals.
-NEW_GROUP_WAIT_SECONDS = 30.0
+# cannot see that increment: wait longer than one 15 s scrape interval. The wait counts against
+# the push's deadline (metrics.timeout), which keeps FINAL_EXCHANGE_SECONDS for the read and PUT
+# after it (docs/metrics.md).
+NEW_GROUP_WAIT_SECONDS = 20.0
+FINAL_EXCHANGE_SECONDS = 5.0
 
 ENV_INPUT_URL = "INPUT_PUSHGATEWAY-URL"
 ENV_URL = "REPRO_GATE_PUSHGATEWAY_URL"
-ENV_USERNAME = "REPRO_GATE_PUSHGATEWAY_USERNAME"
-ENV_PASSWORD = "REPRO_GATE_PUSHGATEWAY_PASSWORD"
+ENV_USERNAME = credentials.PUSHGATEWAY_USERNAME
+ENV_PASSWORD = credentials.PUSHGATEWAY_PASSWORD
 ENV_SLOT = "REPRO_GATE_RUNNER_SLOT"
 ENV_NEW_GROUP_WAIT = "REPRO_GATE_PUSHGATEWAY_NEW_GROUP_WAIT"
 ENV_REPOSITORY = "GITHUB_REPOSITORY"
@@ -91,10 +98,16 @@ def push_manifest(
     settings: MetricsConfig,
     output_dir: Path,
     environ: Mapping[str, str] | None = None,
+    *,
+    warn: bool = True,
+    manifest_path: Path | None = None,
 ) -> dict[str, Any]:
-    """Push the run's metrics (bounded retries) and return the manifest's `metrics` section.
+    """Push the run's metrics within `settings.timeout` seconds, retries included, and return
+    the manifest's `metrics` section.
 
-    Never raises: a failed push prints one warning line and keeps the payload in `output_dir`.
+    Never raises: a failed push keeps the payload in `output_dir`, records the command that
+    sends it later (`retry`, naming `manifest_path`, default `output_dir/manifest.json`), and
+    prints one warning line unless `warn` is false.
     """
     environ = os.environ if environ is None else environ
     try:
@@ -116,31 +129,70 @@ def push_manifest(
         section["payload"] = str(payload)
     except Exception as error:  # keeping the payload must not stop the push either
         section["payload_error"] = f"could not keep the payload: {one_line(error)}"
-    error_text = ""
-    for attempt in range(1, ATTEMPTS + 1):
-        section["attempts"] = attempt
-        try:
-            outcome = push_once(manifest, target)
-        except PushError as error:
-            error_text = str(error)
-            if not error.retry or attempt == ATTEMPTS:
-                break
-            time.sleep(BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS)) - 1])
-            continue
-        except Exception as error:  # a push must never change the verdict
-            error_text = f"{type(error).__name__}: {one_line(error)}"
-            break
+    deadline = Deadline(settings.timeout)
+    progress = Progress()
+    try:
+        outcome = deadline.run(
+            lambda: push_with_retries(manifest, target, deadline, progress), "metrics push"
+        )
+    except DeadlineExceeded:
+        last = f" (last error: {progress.error})" if progress.error else ""
+        section["reason"] = f"no answer within the {settings.timeout:g}s deadline{last}"
+    except PushError as error:
+        section["reason"] = str(error)
+    except Exception as error:  # a push must never change the verdict
+        section["reason"] = f"{type(error).__name__}: {one_line(error)}"
+    else:
         section.update(pushed=True, counted=outcome.counted, note=outcome.note, pushed_at=_now())
+    section["attempts"] = progress.attempts
+    if section["pushed"]:
         return section
-    section["reason"] = error_text
-    kept = f"; payload kept in {section['payload']}" if "payload" in section else ""
-    print(
-        f"repro-gate: warning: metrics push to {target.display_url} failed after "
-        f"{section['attempts']} attempt(s): {error_text}{kept}; send it later with "
-        f"`repro-gate push --manifest {Path(output_dir) / MANIFEST_NAME}`",
-        file=sys.stderr,
-    )
+    section["retry"] = retry_command(manifest_path or Path(output_dir) / MANIFEST_NAME, target)
+    if warn:
+        print(f"repro-gate: warning: {failure_line(section)}", file=sys.stderr)
     return section
+
+
+def failure_line(section: Mapping[str, Any]) -> str:
+    """One line: where the push failed, why, where the payload is, and the command to retry."""
+    kept = f"; payload kept in {section['payload']}" if "payload" in section else ""
+    return (
+        f"metrics push to {section['url']} failed after {section['attempts']} attempt(s): "
+        f"{section['reason']}{kept}; send it later with `{section['retry']}`"
+    )
+
+
+def retry_command(manifest_path: Path, target: Target) -> str:
+    """The exact command that sends this run's metrics later (credentials stay in the env)."""
+    return shlex.join([
+        "repro-gate", "push", "--manifest", str(manifest_path.absolute()),
+        "--pushgateway-url", target.display_url,
+    ])
+
+
+@dataclass
+class Progress:
+    """How far a push got; read by the caller when the push ran out of time."""
+
+    attempts: int = 0
+    error: str = ""
+
+
+def push_with_retries(
+    manifest: dict[str, Any], target: Target, deadline: Deadline, progress: Progress
+) -> Outcome:
+    """`push_once` with bounded retries; a backoff that would pass the deadline is not taken."""
+    for attempt in range(1, ATTEMPTS + 1):
+        progress.attempts = attempt
+        try:
+            return push_once(manifest, target, deadline)
+        except PushError as error:
+            progress.error = str(error)
+            backoff = BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS)) - 1]
+            if not error.retry or attempt == ATTEMPTS or backoff >= deadline.remaining():
+                raise
+            time.sleep(backoff)
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def resolve_target(
@@ -190,35 +242,44 @@ def keep_payload(manifest: dict[str, Any], output_dir: Path) -> Path:
     return path
 
 
-def push_once(manifest: dict[str, Any], target: Target) -> Outcome:
+def push_once(
+    manifest: dict[str, Any], target: Target, deadline: Deadline | None = None
+) -> Outcome:
     """Read the group, add this run to its counters, PUT the whole group back."""
-    previous = read_group(target)
+    deadline = deadline or Deadline(DEFAULT_METRICS_TIMEOUT)
+    previous = read_group(target, deadline)
+    short_wait = ""
     if previous is None or not previous.has(sli.RUNS + "_total"):
         # A new group: publish zeroed counters first so the increment is an increase.
-        put_group(target, sli.counter_families(previous or sli.GroupState(), None))
-        time.sleep(target.new_group_wait)
-        previous = read_group(target) or sli.GroupState()
+        put_group(target, sli.counter_families(previous or sli.GroupState(), None), deadline)
+        # The wait fits inside the deadline, leaving time to read and PUT once more.
+        wait = min(target.new_group_wait, max(0.0, deadline.remaining() - FINAL_EXCHANGE_SECONDS))
+        if wait < target.new_group_wait:
+            short_wait = f"; new group: waited {wait:.3g}s of {target.new_group_wait:g}s"
+        time.sleep(wait)
+        previous = read_group(target, deadline) or sli.GroupState()
     finished = sli.run_timestamp(manifest)
     last_run = previous.get(sli.LAST_RUN) if previous.has(sli.LAST_RUN) else None
     if finished is not None and last_run is not None and finished == last_run:
         # This run is already in the counters (a retry after a lost response, or a re-send).
         counters = sli.counter_families(previous, None)
-        put_group(target, counters + sli.gauge_families(manifest, previous))
+        put_group(target, counters + sli.gauge_families(manifest, previous), deadline)
         return Outcome(counted=True, note="this run was already counted")
     counters = sli.counter_families(previous, sli.increments(manifest))
     if finished is not None and last_run is not None and finished < last_run:
         # A late push of an older run: count it, but keep the newer run's gauges.
-        put_group(target, counters + sli.carried_gauges(previous, COUNTER_NAMES))
-        return Outcome(counted=True, note="late push: counted, newer gauges kept")
-    put_group(target, counters + sli.gauge_families(manifest, previous))
-    return Outcome(counted=True, note="counted")
+        put_group(target, counters + sli.carried_gauges(previous, COUNTER_NAMES), deadline)
+        return Outcome(counted=True, note="late push: counted, newer gauges kept" + short_wait)
+    put_group(target, counters + sli.gauge_families(manifest, previous), deadline)
+    return Outcome(counted=True, note="counted" + short_wait)
 
 
-def read_group(target: Target) -> sli.GroupState | None:
+def read_group(target: Target, deadline: Deadline) -> sli.GroupState | None:
     """The group's current series from `GET /api/v1/metrics`; None when the group is absent."""
     auth = (target.username, target.password or "") if target.username else None
+    timeout = _request_timeout(deadline)
     try:
-        response = requests.get(target.url + "/api/v1/metrics", auth=auth, timeout=TIMEOUT_SECONDS)
+        response = requests.get(target.url + "/api/v1/metrics", auth=auth, timeout=timeout)
     except requests.RequestException as error:
         raise PushError(f"cannot read the gateway: {_reason(error)}") from None
     if response.status_code != 200:
@@ -237,8 +298,9 @@ def read_group(target: Target) -> sli.GroupState | None:
     return None
 
 
-def put_group(target: Target, families: list[Any]) -> None:
+def put_group(target: Target, families: list[Any], deadline: Deadline) -> None:
     """Replace the whole group with `families` (HTTP PUT)."""
+    timeout = _request_timeout(deadline)
     handler: Callable[..., Callable[[], None]] = default_handler
     if target.username:
         username, password = target.username, target.password or ""
@@ -252,13 +314,20 @@ def put_group(target: Target, families: list[Any]) -> None:
             job=target.job,
             registry=sli.registry(families),
             grouping_key=target.grouping_key,
-            timeout=TIMEOUT_SECONDS,
+            timeout=timeout,
             handler=handler,
         )
     except OSError as error:
         code = getattr(error, "code", None)
         retry = code is None or code >= 500
         raise PushError(f"push rejected: {_reason(error)}", retry=retry) from None
+
+
+def _request_timeout(deadline: Deadline) -> float:
+    """The socket timeout of the next request: what is left of the deadline, at most 10 s."""
+    if deadline.expired():
+        raise PushError("the deadline was reached before the gateway answered", retry=False)
+    return min(TIMEOUT_SECONDS, deadline.remaining())
 
 
 def _group_state(group: dict[str, Any], grouping_labels: set[str]) -> sli.GroupState:

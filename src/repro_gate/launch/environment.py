@@ -1,0 +1,32 @@
+"""The process environment of a local run: the gate's own, minus its credentials, plus the
+run's variables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from repro_gate.credentials import without_credentials
+from repro_gate.launch.base import RunSpec
+from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
+
+
+def build_environment(base: Mapping[str, str], spec: RunSpec) -> dict[str, str]:
+    """`base` without the gate's credentials (docs/security.md), then the run's variables.
+
+    PATH, LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES and the user's own variables pass through.
+    """
+    env = without_credentials(base)
+    env.update(spec.env)
+    env[ENV_RUN_DIR] = str(spec.run_dir)
+    paths = [str(p) for p in spec.python_path]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    if spec.reference_trajectory is not None:
+        env[ENV_REFERENCE_TRAJECTORY] = str(spec.reference_trajectory)
+    else:
+        env.pop(ENV_REFERENCE_TRAJECTORY, None)
+    # Stream output as it happens; buffering does not change what the training computes.
+    env["PYTHONUNBUFFERED"] = "1"
+    return env

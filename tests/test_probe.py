@@ -70,6 +70,9 @@ def test_deterministic_runs_of_unseeded_training_match_and_default_runs_do_not(
     status = read_json(tmp_path / "c", STATUS_FILE)
     assert status == {
         "probe": "ok",
+        "pid": status["pid"],  # the process that stepped: rank 0 of 1 here
+        "rank": 0,
+        "world_size": 1,
         "mode": "default",
         "steps": 5,
         "stopped": None,

@@ -321,6 +321,9 @@ GOOD_CONFIG_VALUES: dict[str, list[Any]] = {
                 {"pushgateway_url": "not a url"}, {"pushgateway_url": "http://"},
                 {"job": "", "runner_slot": "x" * 1000}, {"pushgateway_url": "ftp://x"}],
     "output_dir": ["out", "", "/nonexistent/out", "{work}/empty.txt"],
+    "compare": [{"ignore": [{"glob": "*.json", "fields": ["finished_at", "runs.*.timestamp"]}]},
+                {"ignore": [{"glob": "*", "fields": ["**", "[*]", "a..b", ""]}]},
+                {"ignore": [{"glob": "", "fields": []}]}, {"ignore": "x"}, {"other": 1}],
 }
 
 
@@ -347,6 +350,7 @@ VALID_CONFIG_VALUES: dict[str, list[Any]] = {
     "metrics": [{"pushgateway_url": CLOSED_PORT_URL, "job": "j", "runner_slot": "s"}],
     "output_dir": ["out"], "workdir": [".", "{work}"], "data": [["empty.txt", "sub"]],
     "artifacts": [["out.txt"], ["*.txt", "**/*"]], "baseline": ["{good_manifest}"],
+    "compare": [{"ignore": [{"glob": "out*", "fields": ["finished_at", "**.host"]}]}],
 }
 
 

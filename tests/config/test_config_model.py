@@ -28,7 +28,7 @@ def test_the_file_becomes_typed_sections_with_every_default_filled(tmp_path: Pat
 
     loaded = config.load(None, {}, tmp_path)
 
-    assert loaded.command == ("python", "train.py", "--epochs", "1")
+    assert loaded.command == "python train.py --epochs 1"  # a string: run by /bin/sh -c
     assert loaded.workdir == tmp_path.resolve()
     assert loaded.output_dir == (tmp_path / "repro-gate-out").resolve()
     assert loaded.tolerance.atol == 1e-6 and not loaded.tolerance.bitwise
@@ -57,8 +57,8 @@ def test_the_recorded_configuration_is_valid_config_and_reads_back_the_same(
 def test_flags_and_action_inputs_give_the_same_configuration(tmp_path: Path) -> None:
     args = build_parser().parse_args([
         "check", "--runs", "3", "--gpus", "0,1", "--tolerance", "atol=1e-6,rtol=0",
-        "-a", "a.pt", "-a", "b.pt", "--pushgateway-url", "http://gw:9091", "--",
-        "python", "train.py",
+        "-a", "a.pt", "-a", "b.pt", "--pushgateway-url", "http://gw:9091",
+        "--command", "python train.py",
     ])
     inputs = {
         "INPUT_RUNS": "3", "INPUT_GPUS": "0, 1", "INPUT_TOLERANCE": "atol=1e-6,rtol=0",

@@ -12,7 +12,8 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     run = parser.add_argument_group("what to run")
     run.add_argument("--name", help="gate name (check run, comment, metrics group)")
     run.add_argument("--command", dest="command_line", metavar="CMD",
-                     help="training command, split like a shell would; or give it after `--`")
+                     help="training command, run by /bin/sh -c as written (&&, pipes, redirections"
+                          " work); or give it after `--` to run it without a shell")
     run.add_argument("--workdir", help="directory the command runs in")
     run.add_argument("-a", "--artifacts", action="append", metavar="GLOB",
                      help="glob of files to compare (repeatable)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from repro_gate.compare.fields import FieldPattern
 from repro_gate.compare.files import compare_bytes, sha256_file
 from repro_gate.compare.status import EQUAL, MISSING_IN_A, MISSING_IN_B, worst
 from repro_gate.compare.structured import compare_structured, diff_leaf, summary
@@ -23,17 +24,26 @@ NO_TORCH_NOTE = (
 
 
 def compare_artifact(
-    path_a: Path, path_b: Path, rel_path: str, tolerance: Tolerance | None
+    path_a: Path,
+    path_b: Path,
+    rel_path: str,
+    tolerance: Tolerance | None,
+    ignore: tuple[FieldPattern, ...] = (),
 ) -> dict[str, Any]:
-    """An `artifact_comparison` (without `runs`) for two files, chosen by their extension."""
+    """An `artifact_comparison` (without `runs`) for two files, chosen by their extension.
+
+    `ignore` names fields of a JSON/YAML artifact that are not compared (`compare.ignore`).
+    """
     suffix = Path(rel_path).suffix.lower()
     if suffix in TORCH_SUFFIXES:
         return compare_checkpoints(path_a, path_b, rel_path, "torch", tolerance)
     if suffix == ".safetensors":
         return compare_checkpoints(path_a, path_b, rel_path, "safetensors", tolerance)
     if suffix in STRUCTURED_SUFFIXES:
-        return compare_structured(path_a, path_b, rel_path, STRUCTURED_SUFFIXES[suffix], tolerance)
-    return compare_bytes(path_a, path_b, rel_path)
+        kind = STRUCTURED_SUFFIXES[suffix]
+        return compare_structured(path_a, path_b, rel_path, kind, tolerance, ignore)
+    unapplied = "compare.ignore not applied: fields are only left out of JSON/YAML files"
+    return compare_bytes(path_a, path_b, rel_path, note=unapplied if ignore else "")
 
 
 def compare_checkpoints(

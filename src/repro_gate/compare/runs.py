@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate.compare import compare_artifact, sha256_file, tolerance_for
-from repro_gate.compare.trajectory import compare_trajectories
-from repro_gate.config import ToleranceConfig
+from repro_gate.compare.fields import patterns_for
+from repro_gate.compare.trajectory import compare_ranks
+from repro_gate.config import CompareConfig, ToleranceConfig
 from repro_gate.errors import ErrorKind, GateError
+
+NOTHING_IGNORED = CompareConfig()
 
 
 @dataclass
@@ -22,24 +25,41 @@ class RunSide:
     stopped: str | None = None  # set when the probe stopped the run early
     digests: dict[str, str] = field(default_factory=dict)  # files known only by sha256
     notes: dict[str, str] = field(default_factory=dict)  # why a file is known only by sha256
+    other_ranks: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # rank >= 1
+
+    def trajectories(self) -> dict[int, list[dict[str, Any]]]:
+        """Every rank's trajectory, by rank (`trajectory` is rank 0's)."""
+        rank0 = {0: self.trajectory} if self.trajectory or not self.other_ranks else {}
+        return {**rank0, **self.other_ranks}
 
     def paths(self) -> set[str]:
         """Every artifact's relative path, whether the file or only its digest is at hand."""
         return self.artifacts.keys() | self.digests.keys()
 
 
-def compare_runs(sides: list[RunSide], tolerance: ToleranceConfig) -> dict[str, Any]:
-    """Compare the first run with every other one; the manifest's `comparison` section."""
+def compare_runs(
+    sides: list[RunSide], tolerance: ToleranceConfig, policy: CompareConfig = NOTHING_IGNORED
+) -> dict[str, Any]:
+    """Compare the first run with every other one; the manifest's `comparison` section.
+
+    `policy.ignore` names JSON/YAML fields that are not compared.
+    """
     comparison = empty_comparison(tolerance)
     if len(sides) < 2:
         return comparison
     first = sides[0]
-    comparison["trajectory"]["steps"] = {side.name: len(side.trajectory) for side in sides}
+    by_rank = {side.name: side.trajectories() for side in sides}
+    comparison["trajectory"]["steps"] = {
+        name: len(ranks[min(ranks)]) if ranks else 0 for name, ranks in by_rank.items()
+    }
+    ranks = max(len(ranks) for ranks in by_rank.values())
+    if ranks > 1:
+        comparison["trajectory"]["ranks"] = ranks
     for other in sides[1:]:
         pair = (first.name, other.name)
-        trajectory = compare_trajectories(first.trajectory, other.trajectory, pair)
+        trajectory = compare_ranks(by_rank[first.name], by_rank[other.name], pair)
         _merge_trajectory(comparison, trajectory)
-        comparison["artifacts"].extend(_compare_artifacts(first, other, tolerance))
+        comparison["artifacts"].extend(_compare_artifacts(first, other, tolerance, policy))
     return comparison
 
 
@@ -72,11 +92,18 @@ def _merge_trajectory(comparison: dict[str, Any], trajectory: dict[str, Any]) ->
         current["status"] = trajectory["status"]
     divergence = trajectory["first_divergence"]
     known = comparison["first_divergence"]
-    if divergence and (known is None or divergence["step"] < known["step"]):
+    if divergence and (known is None or _order(divergence) < _order(known)):
         comparison["first_divergence"] = divergence
 
 
-def _compare_artifacts(a: RunSide, b: RunSide, tolerance: Any) -> list[dict[str, Any]]:
+def _order(divergence: dict[str, Any]) -> tuple[int, int]:
+    """Earliest step first; at equal step, the lowest rank."""
+    return divergence["step"], divergence.get("rank", 0)
+
+
+def _compare_artifacts(
+    a: RunSide, b: RunSide, tolerance: Any, policy: CompareConfig
+) -> list[dict[str, Any]]:
     results = []
     for rel in sorted(a.paths() | b.paths()):
         if b.stopped is not None:
@@ -92,7 +119,7 @@ def _compare_artifacts(a: RunSide, b: RunSide, tolerance: Any) -> list[dict[str,
             item["note"] = "; ".join([item["note"], *why])
         else:
             item = compare_artifact(a.artifacts[rel], b.artifacts[rel], rel,
-                                    tolerance_for(tolerance, rel))
+                                    tolerance_for(tolerance, rel), patterns_for(policy, rel))
         item["runs"] = [a.name, b.name]
         results.append(item)
     return results

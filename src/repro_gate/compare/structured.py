@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from repro_gate import parsing
+from repro_gate.compare.fields import FieldPattern, Segment
 from repro_gate.compare.files import compare_bytes
 from repro_gate.compare.status import (
     DIFFERENT,
@@ -24,6 +25,9 @@ from repro_gate.compare.tolerance import Tolerance
 from repro_gate.errors import one_line
 
 ROOT = "(root)"
+# The status of a field left out by `compare.ignore`; such fields go to the item's `ignored`.
+IGNORED = "ignored"
+MISSING = object()  # a key or index the other document has
 # A metric file may hold long per-step lists; keep the manifest small.
 MAX_KEYS_LISTED = 1000
 
@@ -33,48 +37,73 @@ class UnparseableError(ValueError):
 
 
 def compare_structured(
-    path_a: Path, path_b: Path, rel_path: str, kind: str, tolerance: Tolerance | None
+    path_a: Path,
+    path_b: Path,
+    rel_path: str,
+    kind: str,
+    tolerance: Tolerance | None,
+    ignore: tuple[FieldPattern, ...] = (),
 ) -> dict[str, Any]:
-    """An `artifact_comparison` of kind `json` or `yaml`; falls back to bytes when unparseable."""
+    """An `artifact_comparison` of kind `json` or `yaml`; falls back to bytes when unparseable.
+
+    Fields matching an `ignore` pattern (and everything under them) are not compared; the
+    result lists them under `ignored`.
+    """
+    # Bytes cannot leave a field out: say so rather than fail silently on an ignored field.
+    unapplied = "; compare.ignore not applied" if ignore else ""
     try:
         value_a = parse(path_a, kind)
         value_b = parse(path_b, kind)
     except UnparseableError as error:
         return compare_bytes(
-            path_a, path_b, rel_path, note=f"not valid {kind.upper()} ({error}); compared by bytes"
+            path_a, path_b, rel_path,
+            note=f"not valid {kind.upper()} ({error}); compared by bytes{unapplied}",
         )
     except parsing.OverBudget as error:
         return compare_bytes(
             path_a, path_b, rel_path,
-            note=f"{kind.upper()} over the parsing budget ({error}); compared by bytes",
+            note=f"{kind.upper()} over the parsing budget ({error}); compared by bytes{unapplied}",
         )
     try:
-        diffs = list(diff_values(value_a, value_b, tolerance))
+        diffs = list(diff_values(value_a, value_b, tolerance, ignore=ignore))
     except RecursionError:
-        return compare_bytes(path_a, path_b, rel_path,
-                             note=f"{kind.upper()} nested too deeply to walk; compared by bytes")
+        return compare_bytes(
+            path_a, path_b, rel_path,
+            note=f"{kind.upper()} nested too deeply to walk; compared by bytes{unapplied}",
+        )
     return structured_result(rel_path, kind, diffs, tolerance)
 
 
 def structured_result(
     rel_path: str, kind: str, diffs: list[dict[str, Any]], tolerance: Tolerance | None
 ) -> dict[str, Any]:
-    """Assemble the artifact comparison from per-key results, listing only non-equal keys."""
-    unequal = [diff for diff in diffs if diff["status"] != EQUAL]
+    """Assemble the artifact comparison from per-key results, listing only non-equal keys and
+    the ignored fields."""
+    ignored = [_without_status(diff) for diff in diffs if diff["status"] == IGNORED]
+    compared = [diff for diff in diffs if diff["status"] != IGNORED]
+    unequal = [diff for diff in compared if diff["status"] != EQUAL]
     result: dict[str, Any] = {
         "path": rel_path,
         "kind": kind,
-        "status": worst(diff["status"] for diff in diffs),
+        "status": worst(diff["status"] for diff in compared),
     }
     if tolerance is not None:
         result["tolerance"] = tolerance.as_dict()
-    note = f"{len(diffs) - len(unequal)} of {len(diffs)} values equal"
+    note = f"{len(compared) - len(unequal)} of {len(compared)} values equal"
     if len(unequal) > MAX_KEYS_LISTED:
         note += f"; first {MAX_KEYS_LISTED} of {len(unequal)} differing keys listed"
+    if ignored:
+        note += f"; {len(ignored)} fields ignored (compare.ignore)"
     result["note"] = note
     if unequal:
         result["keys"] = unequal[:MAX_KEYS_LISTED]
+    if ignored:
+        result["ignored"] = ignored[:MAX_KEYS_LISTED]
     return result
+
+
+def _without_status(diff: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in diff.items() if name != "status"}
 
 
 def parse(path: Path, kind: str) -> Any:
@@ -94,30 +123,60 @@ def parse(path: Path, kind: str) -> Any:
 
 
 def diff_values(
-    a: Any, b: Any, tolerance: Tolerance | None, key: str = ROOT
+    a: Any,
+    b: Any,
+    tolerance: Tolerance | None,
+    key: str = ROOT,
+    ignore: tuple[FieldPattern, ...] = (),
+    path: tuple[Segment, ...] = (),
 ) -> Iterator[dict[str, Any]]:
-    """One `key_diff` per leaf of the union of both documents (equal ones included)."""
+    """One `key_diff` per leaf of the union of both documents (equal ones included), and one
+    entry of status IGNORED per field an `ignore` pattern matches (not walked further)."""
     if isinstance(a, dict) and isinstance(b, dict):
-        for name in a:
-            child = child_key(key, name)
-            if name in b:
-                yield from diff_values(a[name], b[name], tolerance, child)
-            else:
-                yield {"key": child, "status": MISSING_IN_B, "a": summary(a[name])}
-        for name in b:
-            if name not in a:
-                yield {"key": child_key(key, name), "status": MISSING_IN_A, "b": summary(b[name])}
+        for name in list(a) + [name for name in b if name not in a]:
+            child = (child_key(key, name), (*path, str(name)))
+            yield from diff_child(a.get(name, MISSING), b.get(name, MISSING), child,
+                                  tolerance, ignore)
     elif isinstance(a, list) and isinstance(b, list):
         for index in range(max(len(a), len(b))):
-            child = f"{'' if key == ROOT else key}[{index}]"
-            if index >= len(b):
-                yield {"key": child, "status": MISSING_IN_B, "a": summary(a[index])}
-            elif index >= len(a):
-                yield {"key": child, "status": MISSING_IN_A, "b": summary(b[index])}
-            else:
-                yield from diff_values(a[index], b[index], tolerance, child)
+            child = (f"{'' if key == ROOT else key}[{index}]", (*path, index))
+            yield from diff_child(a[index] if index < len(a) else MISSING,
+                                  b[index] if index < len(b) else MISSING,
+                                  child, tolerance, ignore)
     else:
         yield diff_leaf(key, a, b, tolerance)
+
+
+def diff_child(
+    a: Any,
+    b: Any,
+    child: tuple[str, tuple[Segment, ...]],
+    tolerance: Tolerance | None,
+    ignore: tuple[FieldPattern, ...],
+) -> Iterator[dict[str, Any]]:
+    """The entries of one key or list item (`child`: its key path and segments); a or b is
+    MISSING where only the other document has it."""
+    key, path = child
+    if any(pattern.matches(path) for pattern in ignore):
+        yield ignored_field(key, a, b)
+    elif b is MISSING:
+        yield {"key": key, "status": MISSING_IN_B, "a": summary(a)}
+    elif a is MISSING:
+        yield {"key": key, "status": MISSING_IN_A, "b": summary(b)}
+    else:
+        yield from diff_values(a, b, tolerance, key, ignore, path)
+
+
+def ignored_field(key: str, a: Any, b: Any) -> dict[str, Any]:
+    """An `ignored` entry: the key path, whether the values differ, and both when they do."""
+    same = a is not MISSING and b is not MISSING and all(
+        diff["status"] == EQUAL for diff in diff_values(a, b, None)
+    )
+    entry: dict[str, Any] = {"key": key, "status": IGNORED, "differs": not same}
+    if not same:
+        entry.update({side: summary(value) for side, value in (("a", a), ("b", b))
+                      if value is not MISSING})
+    return entry
 
 
 def diff_leaf(key: str, a: Any, b: Any, tolerance: Tolerance | None) -> dict[str, Any]:

@@ -36,12 +36,17 @@ def tolerance_for(policy: ToleranceConfig, rel_path: str) -> Tolerance | None:
     """
     if policy.bitwise:
         return None
-    posix_path = rel_path.replace("\\", "/")
-    basename = posixpath.basename(posix_path)
     for entry in policy.per_artifact:
-        if fnmatch.fnmatchcase(posix_path, entry.glob) or fnmatch.fnmatchcase(basename, entry.glob):
+        if artifact_matches(entry.glob, rel_path):
             return Tolerance(
                 atol=policy.atol if entry.atol is None else entry.atol,
                 rtol=policy.rtol if entry.rtol is None else entry.rtol,
             )
     return Tolerance(atol=policy.atol, rtol=policy.rtol)
+
+
+def artifact_matches(glob: str, rel_path: str) -> bool:
+    """Whether a per-artifact glob matches the relative path or its basename."""
+    posix_path = rel_path.replace("\\", "/")
+    basename = posixpath.basename(posix_path)
+    return fnmatch.fnmatchcase(posix_path, glob) or fnmatch.fnmatchcase(basename, glob)

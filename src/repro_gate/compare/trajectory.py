@@ -1,14 +1,21 @@
-"""Compare two per-step trajectories recorded by the probe and find the first divergent step."""
+"""Compare per-step trajectories recorded by the probe and find the first divergent step.
+
+A multi-process run has one trajectory per rank; each rank is compared with the same rank of the
+other run (`compare_ranks`).
+"""
 
 from __future__ import annotations
 
 from typing import Any, TypedDict
+
+Trajectory = list[dict[str, Any]]
 
 
 class FirstDivergence(TypedDict):
     step: int
     parameters: list[str]
     loss_differs: bool | None
+    rank: int
     runs: list[str]
 
 
@@ -19,8 +26,33 @@ class TrajectoryComparison(TypedDict):
     first_divergence: FirstDivergence | None
 
 
+def compare_ranks(
+    a: dict[int, Trajectory], b: dict[int, Trajectory], runs: tuple[str, str]
+) -> TrajectoryComparison:
+    """Compare every rank of `a` with the same rank of `b`, as one comparison.
+
+    The first divergence is the earliest divergent step over ranks, the lowest rank at equal step.
+    `steps_compared` is the fewest steps compared on any rank, `steps` counts the lowest rank's.
+    """
+    ranks = sorted(a.keys() | b.keys()) or [0]
+    results = [compare_trajectories(a.get(r, []), b.get(r, []), runs, rank=r) for r in ranks]
+    divergences = [r["first_divergence"] for r in results if r["first_divergence"] is not None]
+    statuses = {r["status"] for r in results}
+    status = "length_differs"
+    if "different" in statuses:
+        status = "different"
+    elif len(statuses) == 1:
+        status = statuses.pop()
+    return {
+        "steps_compared": min(r["steps_compared"] for r in results),
+        "status": status,
+        "steps": results[0]["steps"],
+        "first_divergence": min(divergences, key=lambda d: (d["step"], d["rank"]), default=None),
+    }
+
+
 def compare_trajectories(
-    a: list[dict[str, Any]], b: list[dict[str, Any]], runs: tuple[str, str]
+    a: Trajectory, b: Trajectory, runs: tuple[str, str], rank: int = 0
 ) -> TrajectoryComparison:
     """Walk both trajectories step by step; report the first step whose digests or loss differ.
 
@@ -37,7 +69,7 @@ def compare_trajectories(
         if entry_b is None:
             break
         compared += 1
-        divergence = _divergence_at(entry_a, entry_b, runs)
+        divergence = _divergence_at(entry_a, entry_b, runs, rank)
         if divergence is not None:
             return {"steps_compared": compared, "status": "different", "steps": steps,
                     "first_divergence": divergence}
@@ -46,7 +78,7 @@ def compare_trajectories(
 
 
 def _divergence_at(
-    a: dict[str, Any], b: dict[str, Any], runs: tuple[str, str]
+    a: dict[str, Any], b: dict[str, Any], runs: tuple[str, str], rank: int
 ) -> FirstDivergence | None:
     params_a: dict[str, str] = a.get("params", {})
     params_b: dict[str, str] = b.get("params", {})
@@ -57,4 +89,4 @@ def _divergence_at(
     if not differing and not loss_differs:
         return None
     return {"step": int(a["step"]), "parameters": differing, "loss_differs": loss_differs,
-            "runs": list(runs)}
+            "rank": rank, "runs": list(runs)}

@@ -4,9 +4,11 @@ from repro_gate.config.loader import load, recorded_section
 from repro_gate.config.model import (
     DEFAULT_NAME,
     DEFAULT_OUTPUT_DIR,
+    CompareConfig,
     Config,
     ContainerConfig,
     CostConfig,
+    IgnoreRule,
     MetricsConfig,
     ReferenceConfig,
     ReportConfig,
@@ -16,9 +18,11 @@ from repro_gate.config.model import (
 __all__ = [
     "DEFAULT_NAME",
     "DEFAULT_OUTPUT_DIR",
+    "CompareConfig",
     "Config",
     "ContainerConfig",
     "CostConfig",
+    "IgnoreRule",
     "MetricsConfig",
     "ReferenceConfig",
     "ReportConfig",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import math
-import shlex
 from pathlib import Path, PureWindowsPath
 from typing import Any
 
@@ -125,20 +124,16 @@ def resolve(
     file_keys: set[str],
     config_path: Path | None,
 ) -> dict[str, Any]:
-    """Split a string command and make paths absolute; `Config` fills in the defaults."""
+    """Check the command and make paths absolute; `Config` fills in the defaults."""
     effective = copy.deepcopy(config)
 
     def absolute(key: str, value: str) -> str:
         root = base_dir if key in file_keys else cwd
         return str((root / value).resolve())
 
-    if isinstance(effective.get("command"), str):
-        try:
-            effective["command"] = shlex.split(effective["command"])
-        except ValueError as error:
-            raise ConfigError(f"command: cannot split into arguments: {error}") from None
-        if not effective["command"]:
-            raise ConfigError("command: must not be empty")
+    # A string is kept as written: the shell runs it, `&&`, pipes and all (Config.command).
+    if isinstance(effective.get("command"), str) and not effective["command"].strip():
+        raise ConfigError("command: must not be empty")
     effective["workdir"] = absolute("workdir", effective.get("workdir", "."))
     effective["output_dir"] = absolute("output_dir",
                                        effective.get("output_dir", DEFAULT_OUTPUT_DIR))

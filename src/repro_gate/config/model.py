@@ -22,6 +22,9 @@ DEFAULT_METRICS_TIMEOUT = 30.0
 Device = Literal["auto", "cpu", "cuda"]
 Determinism = Literal["warn", "strict"]
 Gpus = str | int | tuple[str, ...]  # "all", "none", a count, or device IDs/UUIDs
+# The training command as the user gave it: a string runs through `/bin/sh -c` (like a
+# workflow `run:` step), an argv list runs as is, without a shell.
+Command = str | tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,32 @@ class ToleranceConfig:
         if self.per_artifact:
             document["per_artifact"] = [_present(entry) for entry in self.per_artifact]
         return document
+
+
+@dataclass(frozen=True)
+class IgnoreRule:
+    """A `compare.ignore` entry: key paths not compared in JSON/YAML artifacts matching `glob`."""
+
+    glob: str
+    fields: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """`compare`: fields left out of the comparison (volatile values such as timestamps)."""
+
+    ignore: tuple[IgnoreRule, ...] = ()
+
+    @classmethod
+    def from_document(cls, value: dict[str, Any] | None) -> CompareConfig:
+        """From the config value `{ignore: [{glob, fields}]}`."""
+        rules = (value or {}).get("ignore", [])
+        return cls(tuple(IgnoreRule(rule["glob"], tuple(rule["fields"])) for rule in rules))
+
+    def as_document(self) -> dict[str, Any]:
+        """The config value this section was read from."""
+        return {"ignore": [{"glob": rule.glob, "fields": list(rule.fields)}
+                           for rule in self.ignore]}
 
 
 @dataclass(frozen=True)
@@ -123,7 +152,7 @@ class Config:
     workdir: Path
     output_dir: Path
     name: str = DEFAULT_NAME
-    command: tuple[str, ...] = ()  # empty: the embedded reference training
+    command: Command | None = None  # None: the embedded reference training
     artifacts: tuple[str, ...] = ()  # empty: the default globs
     seed: int = 0
     runs: int = 2
@@ -135,6 +164,7 @@ class Config:
     baseline: Path | None = None
     config_file: Path | None = None
     tolerance: ToleranceConfig = ToleranceConfig()
+    compare: CompareConfig = CompareConfig()
     cost: CostConfig = CostConfig()
     reference: ReferenceConfig = ReferenceConfig()
     container: ContainerConfig = ContainerConfig()
@@ -162,12 +192,13 @@ class Config:
                                          "fail_fast") if doc.get(key) is not None},
             workdir=Path(doc["workdir"]),
             output_dir=Path(doc["output_dir"]),
-            command=tuple(doc.get("command") or ()),
+            command=_command(doc.get("command")),
             artifacts=tuple(doc.get("artifacts") or ()),
             env=dict(doc.get("env") or {}),
             data=tuple(Path(p) for p in doc.get("data") or ()),
             **optional_path,
             tolerance=ToleranceConfig.from_document(doc.get("tolerance")),
+            compare=CompareConfig.from_document(doc.get("compare")),
             cost=CostConfig(**(doc.get("cost") or {})),
             reference=ReferenceConfig(**reference),
             container=ContainerConfig(**container),
@@ -182,12 +213,13 @@ class Config:
         reference = _present(self.reference)
         document: dict[str, Any] = {
             "name": self.name,
-            "command": list(self.command) or None,
+            "command": list(self.command) if isinstance(self.command, tuple) else self.command,
             "workdir": str(self.workdir),
             "artifacts": list(self.artifacts) or None,
             "seed": self.seed,
             "runs": self.runs,
             "tolerance": self.tolerance.as_document(),
+            "compare": self.compare.as_document(),
             "timeout": self.timeout,
             "env": dict(self.env),
             "determinism": self.determinism,
@@ -207,6 +239,13 @@ class Config:
         }
         present = {key: value for key, value in document.items() if value is not None}
         return {**present, "config_file": str(self.config_file) if self.config_file else None}
+
+
+def _command(value: str | list[str] | None) -> Command | None:
+    """The config value of `command`: a string stays one, a list becomes an argv tuple."""
+    if not value:
+        return None
+    return value if isinstance(value, str) else tuple(value)
 
 
 def _present(section: Any) -> dict[str, Any]:

@@ -118,6 +118,8 @@ def _random(config: Config, runtime: dict[str, Any] | None) -> dict[str, Any]:
         "torch_initial_seed": random.get("torch_initial_seed"),
         "flags": runtime.get("flags") or {},
         "threads": runtime.get("threads") or {},
+        "distributed": runtime.get("distributed") or {"world_size": 1, "backend": None,
+                                                       "nccl": None, "variables": {}},
     }
 
 

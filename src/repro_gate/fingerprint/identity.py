@@ -27,6 +27,10 @@ FLAG_FIELDS = (
     "cuda_matmul_fp32_precision",
     "cudnn_fp32_precision",
 )
+# NCCL/NVTE variables that only log, name interfaces or set timeouts: the rest of the two
+# families can choose algorithms, protocols, channels or kernels, and so the order of a sum.
+DISTRIBUTED_VARIABLES_OUT = ("NCCL_DEBUG", "NVTE_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA",
+                             "NCCL_ASYNC_ERROR_HANDLING", "NCCL_BLOCKING_WAIT", "NCCL_TIMEOUT")
 
 
 def identity(fingerprint: dict[str, Any]) -> dict[str, Any]:
@@ -37,6 +41,7 @@ def identity(fingerprint: dict[str, Any]) -> dict[str, Any]:
     random = fingerprint.get("random") or {}
     flags = random.get("flags") or {}
     threads = random.get("threads") or {}
+    distributed = random.get("distributed") or {}
     hardware = fingerprint.get("hardware") or {}
     digests = sorted({d.rsplit("@", 1)[-1] for d in image.get("repo_digests") or []})
     return {
@@ -65,6 +70,7 @@ def identity(fingerprint: dict[str, Any]) -> dict[str, Any]:
             "torch_num_threads": threads.get("torch_num_threads"),
             "torch_num_interop_threads": threads.get("torch_num_interop_threads"),
             "thread_env": threads.get("env") or {},
+            **distributed_identity(distributed),
         },
         "hardware": {
             "cpu_model": (hardware.get("cpu") or {}).get("model"),
@@ -78,6 +84,25 @@ def identity(fingerprint: dict[str, Any]) -> dict[str, Any]:
             ),
         },
     }
+
+
+def distributed_identity(distributed: dict[str, Any]) -> dict[str, Any]:
+    """World size, backend and numeric NCCL/NVTE variables; nothing for one plain process, so
+    the config_hash of a single-process training is the same as before ranks were recorded (a
+    fingerprint from before then was one process too)."""
+    facts = {
+        "world_size": distributed.get("world_size") or 1,
+        "distributed_backend": distributed.get("backend"),
+        "distributed_env": numeric_distributed_variables(distributed.get("variables") or {}),
+    }
+    single = {"world_size": 1, "distributed_backend": None, "distributed_env": {}}
+    return {} if facts == single else facts
+
+
+def numeric_distributed_variables(variables: dict[str, str]) -> dict[str, str]:
+    """The NCCL_*/NVTE_* variables that may change numerics (all but logging and timeouts)."""
+    return {name: value for name, value in variables.items()
+            if not name.startswith(DISTRIBUTED_VARIABLES_OUT)}
 
 
 def canonical_json(value: Any) -> str:

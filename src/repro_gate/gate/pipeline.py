@@ -27,7 +27,7 @@ from repro_gate.gate.collect import Sources
 from repro_gate.gate.record import GateState, assemble, deterministic, now
 from repro_gate.launch import cancel
 from repro_gate.launch.base import Launcher, LineSink, RunSpec
-from repro_gate.probe import TRAJECTORY_FILE, probe_output_dir, read_trajectory
+from repro_gate.probe import probe_output_dir, read_trajectory
 from repro_gate.publish import Publisher
 
 SinkFactory = Callable[[str], LineSink]
@@ -78,7 +78,7 @@ def _run_gate(
         preload_torch()
         execute_runs(config, launcher, state, sink_for)
         sides = [record.side() for record in deterministic(state.records)]
-        comparison = compare_runs(sides, config.tolerance)
+        comparison = compare_runs(sides, config.tolerance, config.compare)
         if not state.strict_stop:
             check_something_compared(comparison)
     except GateError as error:
@@ -196,8 +196,10 @@ def execute_runs(
         reference = None
         # Fail-fast compares bits as it goes; under a numeric tolerance the artifacts decide.
         if index > 0 and config.fail_fast and config.tolerance.bitwise:
-            candidate = probe_output_dir(state.records[0].run_dir) / TRAJECTORY_FILE
-            reference = candidate if candidate.is_file() else None
+            # Run A's probe directory: each rank of B matches A's trajectory of the same rank.
+            first = state.records[0]
+            recorded = first.trajectory or first.other_ranks
+            reference = probe_output_dir(first.run_dir) if recorded else None
         spec = runs.build_spec(config, launcher, name, "deterministic", reference)
         record = _execute(config, launcher, spec, sink_for)
         state.records.append(record)

@@ -14,6 +14,7 @@ from repro_gate.config import Config
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate import collect as artifacts
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
+from repro_gate.launch.shell import shell_argv
 
 REFERENCE_DIR = Path(__file__).parents[1] / "reference"
 REFERENCE_MODULE = "repro_gate_reference"
@@ -33,22 +34,31 @@ class RunRecord:
     exit_code: int | None
     wall_seconds: float
     timed_out: bool
-    stopped: str | None  # "divergence" | "max_steps" when the probe stopped it on purpose
-    trajectory: list[dict[str, Any]]
+    stopped: str | None  # "divergence" | "max_steps" when the probe stopped it (any rank)
+    trajectory: list[dict[str, Any]]  # rank 0's steps (the only rank of a single process)
     alerts: list[dict[str, Any]]
     probe_status: dict[str, Any] | None
     in_process_fingerprint: dict[str, Any] | None
     artifacts: list[artifacts.Artifact]
     unmatched_globs: list[str]
     details: dict[str, Any] = field(default_factory=dict)
+    other_ranks: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # rank >= 1
+
+    @property
+    def ranks(self) -> int:
+        """How many ranks recorded steps (1 for a single process, even one that never stepped)."""
+        return len(self.other_ranks) + (1 if self.trajectory or not self.other_ranks else 0)
 
     @property
     def ended_cleanly(self) -> bool:
         """Exited 0, or was stopped on purpose by the probe."""
         if self.timed_out:
             return False
-        return self.exit_code == 0 or (
-            self.exit_code == probe.STOP_EXIT_CODE and self.stopped is not None
+        if self.exit_code == 0:
+            return True
+        # torchrun and mp.spawn report a rank the probe stopped as their own failure (exit 1).
+        return self.stopped is not None and (
+            self.exit_code == probe.STOP_EXIT_CODE or self.ranks > 1
         )
 
     def log_tail(self, count: int) -> str:
@@ -62,7 +72,8 @@ class RunRecord:
     def side(self) -> RunSide:
         """This run as one side of a comparison."""
         return RunSide(self.name, self.trajectory,
-                       {a.rel_path: a.path for a in self.artifacts}, self.stopped)
+                       {a.rel_path: a.path for a in self.artifacts}, self.stopped,
+                       other_ranks=self.other_ranks)
 
     def to_manifest(self) -> dict[str, Any]:
         """The run's entry in the manifest's `runs[]`."""
@@ -82,13 +93,20 @@ class RunRecord:
             "timed_out": self.timed_out,
             "stopped": self.stopped,
         }
+        if self.ranks > 1:
+            entry["ranks"] = self.ranks
         if "container" in self.details:
             entry["container"] = self.details["container"]
         return entry
 
 
 def command_argv(config: Config, launcher: Launcher) -> tuple[list[str], list[Path]]:
-    """The command to run and the extra PYTHONPATH entries it needs (the reference's directory)."""
+    """The command to run and the extra PYTHONPATH entries it needs (the reference's directory).
+
+    A command string runs through the shell, as the user wrote it; an argv list runs as is.
+    """
+    if isinstance(config.command, str):
+        return shell_argv(config.command), []
     if config.command:
         return list(config.command), []
     reference = config.reference
@@ -175,8 +193,14 @@ def execute(
         if sources.workdir is not None else {}
     )
     outcome = launcher.run(spec, sink)
-    status = probe.read_json(spec.run_dir, probe.STATUS_FILE)
-    alerts = probe.read_json(spec.run_dir, probe.ALERTS_FILE)
+    trajectories = probe.read_trajectories(spec.run_dir)
+    ranks = sorted({0, *trajectories})
+    statuses = [probe.read_json(spec.run_dir, probe.STATUS_FILE, rank) for rank in ranks]
+    alerts = [
+        alert
+        for rank in ranks
+        for alert in _as_list(probe.read_json(spec.run_dir, probe.ALERTS_FILE, rank))
+    ]
     collection = artifacts.collect(sources, configured_globs, before)
     return RunRecord(
         name=spec.name,
@@ -187,12 +211,23 @@ def execute(
         exit_code=outcome.exit_code,
         wall_seconds=outcome.wall_seconds,
         timed_out=outcome.timed_out,
-        stopped=(status or {}).get("stopped"),
-        trajectory=probe.read_trajectory(spec.run_dir),
-        alerts=alerts if isinstance(alerts, list) else [],
-        probe_status=status,
+        stopped=_stop_reason(statuses),
+        trajectory=trajectories.get(0, []),
+        alerts=alerts,
+        probe_status=statuses[0],
         in_process_fingerprint=probe.read_json(spec.run_dir, probe.FINGERPRINT_FILE),
         artifacts=collection.artifacts,
         unmatched_globs=collection.unmatched_globs,
         details=dict(outcome.details),
+        other_ranks={rank: steps for rank, steps in trajectories.items() if rank > 0},
     )
+
+
+def _stop_reason(statuses: list[Any]) -> str | None:
+    """Why the probe stopped the run: a divergence on any rank first, else any rank's reason."""
+    reasons = [s.get("stopped") for s in statuses if isinstance(s, dict) and s.get("stopped")]
+    return "divergence" if "divergence" in reasons else next(iter(reasons), None)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

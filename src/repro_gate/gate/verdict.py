@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import fnmatch
 from typing import Any, TypedDict
+
+from repro_gate.compare.fields import parse_path
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 
@@ -21,6 +24,13 @@ REASON_CODES = frozenset({
     BITWISE_EQUAL,
     WITHIN_TOLERANCE,
 })
+
+
+# Key names of values that change from run to run without being results: a failure on these
+# alone suggests `compare.ignore`.
+VOLATILE_NAMES = ("*_at", "*time*", "*timestamp*", "host*", "*run_id*", "date")
+UNFAILING_KEY_STATUSES = ("equal", "within_tolerance")
+MAX_HINTED = 5
 
 
 class Reason(TypedDict):
@@ -48,7 +58,8 @@ def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> li
         runs = " and ".join(divergence["runs"])
         found.append(reason(
             TRAJECTORY_DIVERGED,
-            f"runs {runs} diverge at step {divergence['step']}: {names}{suffix}",
+            f"{rank_prefix(comparison)}runs {runs} diverge at step {divergence['step']}:"
+            f" {names}{suffix}",
         ))
     for item in comparison["artifacts"]:
         runs = item.get("runs", ["A", "B"])
@@ -56,7 +67,7 @@ def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> li
             found.append(reason(
                 ARTIFACT_DIFFERENT,
                 f"{item['path']} differs between runs {runs[0]} and {runs[1]}"
-                + _tensor_count(item),
+                + _tensor_count(item) + _volatile_hint(item),
             ))
         elif item["status"] in ("missing_in_a", "missing_in_b"):
             present = runs[1] if item["status"] == "missing_in_a" else runs[0]
@@ -70,6 +81,14 @@ def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> li
             f"{op['op']}{where} has no deterministic implementation and determinism is strict",
         ))
     return found
+
+
+def rank_prefix(comparison: dict[str, Any]) -> str:
+    """`rank 1: ` for the first divergence of a multi-process run; nothing for a single process."""
+    divergence = comparison.get("first_divergence") or {}
+    if comparison["trajectory"].get("ranks", 1) < 2 or "rank" not in divergence:
+        return ""
+    return f"rank {divergence['rank']}: "
 
 
 def successes(comparison: dict[str, Any], compared_runs: int) -> list[Reason]:
@@ -89,6 +108,28 @@ def successes(comparison: dict[str, Any], compared_runs: int) -> list[Reason]:
     if divergence:
         parts.append(f"steps differ bitwise from step {divergence['step']}")
     return [reason(WITHIN_TOLERANCE, "; ".join(parts))]
+
+
+def _volatile_hint(item: dict[str, Any]) -> str:
+    """`; only `finished_at` differs in …` when every differing key of a JSON/YAML artifact
+    looks like a timestamp, host name or run id rather than a result."""
+    keys = [k["key"] for k in item.get("keys", []) if k["status"] not in UNFAILING_KEY_STATUSES]
+    if item["kind"] not in ("json", "yaml") or not keys or not all(map(_looks_volatile, keys)):
+        return ""
+    shown = ", ".join(f"`{key}`" for key in keys[:MAX_HINTED])
+    shown += f" and {len(keys) - MAX_HINTED} more" if len(keys) > MAX_HINTED else ""
+    if len(keys) == 1:
+        return (f"; only {shown} differs in {item['path']}:"
+                " add it to `compare.ignore` if it is not a result")
+    return (f"; only {shown} differ in {item['path']}:"
+            " add them to `compare.ignore` if they are not results")
+
+
+def _looks_volatile(key: str) -> bool:
+    names = [segment for segment in parse_path(key) if isinstance(segment, str)]
+    return bool(names) and any(
+        fnmatch.fnmatchcase(names[-1].lower(), pattern) for pattern in VOLATILE_NAMES
+    )
 
 
 def _tensor_count(item: dict[str, Any]) -> str:

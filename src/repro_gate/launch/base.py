@@ -25,7 +25,8 @@ class RunSpec:
     # Directories put first on PYTHONPATH, in order: the probe's `inject/` (sitecustomize.py), and
     # for the embedded reference training its `reference/` directory. Read-only for the run.
     python_path: list[Path]
-    # Fail-fast: trajectory of an earlier run this run must match (read-only for the run).
+    # Fail-fast: probe directory of an earlier run whose trajectories (one per rank) this run
+    # must match (read-only for the run).
     reference_trajectory: Path | None = None
 
 

@@ -30,6 +30,7 @@ from repro_gate.config.model import Gpus
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.launch import cancel
 from repro_gate.launch.base import LineSink, RunOutcome, RunSpec
+from repro_gate.launch.docker_shell import check_shell
 from repro_gate.launch.host_paths import PathTranslator
 from repro_gate.launch.stream import OutputPump, open_log
 from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
@@ -175,6 +176,7 @@ class DockerLauncher:
         try:
             container = self._create(image, argv, name, spec, environment, mounts, user)
             exit_code, timed_out = self._start_and_wait(container, spec, sink)
+            check_shell(container, spec, exit_code, self.settings.image)
             state = _inspect_state(container)
         except BaseException:
             # Cancelled, or the gate failed: the container must not outlive the gate.

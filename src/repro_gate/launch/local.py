@@ -15,6 +15,7 @@ from repro_gate.launch import cancel
 from repro_gate.launch.base import LineSink, RunOutcome, RunSpec
 from repro_gate.launch.environment import build_environment
 from repro_gate.launch.processes import RunProcesses
+from repro_gate.launch.shell import shell_failure
 from repro_gate.launch.stream import CHUNK_BYTES, OutputPump, open_log
 
 # How long a timed-out run gets between SIGTERM and SIGKILL.
@@ -62,8 +63,13 @@ class LocalLauncher:
                 pump.finish(DRAIN_SECONDS)
                 if tree.process is not None and tree.process.stdout is not None:
                     tree.process.stdout.close()
+        exit_code = None if timed_out else tree.process.returncode
+        missing = shell_failure(spec.argv, exit_code, spec.log_path,
+                                f"run {spec.name}, in {spec.workdir}")
+        if missing is not None:
+            raise missing
         return RunOutcome(
-            exit_code=None if timed_out else tree.process.returncode,
+            exit_code=exit_code,
             wall_seconds=wall_seconds,
             timed_out=timed_out,
         )

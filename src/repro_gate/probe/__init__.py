@@ -10,6 +10,7 @@ checks that the two agree.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ ENV_RUN_DIR = "REPRO_GATE_RUN_DIR"  # the run's fresh directory (writable)
 ENV_MODE = "REPRO_GATE_MODE"  # "deterministic" or "default"
 ENV_SEED = "REPRO_GATE_SEED"  # integer seed applied in deterministic mode
 ENV_DETERMINISM = "REPRO_GATE_DETERMINISM"  # "warn" or "strict"
-ENV_REFERENCE_TRAJECTORY = "REPRO_GATE_REFERENCE_TRAJECTORY"  # fail-fast: trajectory to match
+# Fail-fast: run A's probe directory (each rank matches its own file there); a file is read as
+# rank 0's trajectory, with the other ranks' files beside it (gates before ranks were observed).
+ENV_REFERENCE_TRAJECTORY = "REPRO_GATE_REFERENCE_TRAJECTORY"
 ENV_MAX_STEPS = "REPRO_GATE_MAX_STEPS"  # stop cleanly after this many optimizer steps
 
 # Files the probe writes, relative to the run directory.
@@ -29,6 +32,9 @@ TRAJECTORY_FILE = "trajectory.jsonl"  # one JSON object per optimizer step
 ALERTS_FILE = "alerts.json"  # nondeterministic-op alerts, aggregated
 STATUS_FILE = "status.json"  # probe status: loaded, stop reason, errors
 FINGERPRINT_FILE = "fingerprint.json"  # in-process environment fingerprint
+# Every process that steps writes the files above under its rank's names; rank 0 keeps the plain
+# names (single-process runs), rank 1 writes `trajectory-rank1.jsonl`, `status-rank1.json`, ...
+RANK_FILE = "{stem}-rank{rank}{suffix}"
 
 # Exit code the probe uses when it stops a run on purpose (divergence, max steps).
 STOP_EXIT_CODE = 86
@@ -39,9 +45,36 @@ def probe_output_dir(run_dir: Path) -> Path:
     return run_dir / PROBE_SUBDIR
 
 
-def read_trajectory(run_dir: Path) -> list[dict[str, Any]]:
-    """Steps recorded by the probe, in order; empty when none were seen."""
-    path = probe_output_dir(run_dir) / TRAJECTORY_FILE
+def rank_file(name: str, rank: int) -> str:
+    """The name of the probe's file `name` for `rank` (rank 0: `name` itself)."""
+    if rank == 0:
+        return name
+    stem, dot, suffix = name.partition(".")
+    return RANK_FILE.format(stem=stem, rank=rank, suffix=dot + suffix)
+
+
+def recorded_ranks(run_dir: Path) -> list[int]:
+    """The ranks that left a trajectory file, in order."""
+    stem, _, suffix = TRAJECTORY_FILE.partition(".")
+    pattern = re.compile(re.escape(stem) + r"-rank([1-9][0-9]*)\." + re.escape(suffix))
+    directory = probe_output_dir(run_dir)
+    ranks = {0} if (directory / TRAJECTORY_FILE).is_file() else set()
+    if directory.is_dir():
+        for path in directory.iterdir():
+            match = pattern.fullmatch(path.name)
+            if match:
+                ranks.add(int(match.group(1)))
+    return sorted(ranks)
+
+
+def read_trajectories(run_dir: Path) -> dict[int, list[dict[str, Any]]]:
+    """Every rank's steps, by rank; empty when no process stepped."""
+    return {rank: read_trajectory(run_dir, rank) for rank in recorded_ranks(run_dir)}
+
+
+def read_trajectory(run_dir: Path, rank: int = 0) -> list[dict[str, Any]]:
+    """Steps recorded by the probe for `rank`, in order; empty when none were seen."""
+    path = probe_output_dir(run_dir) / rank_file(TRAJECTORY_FILE, rank)
     if not path.is_file():
         return []
     steps = []
@@ -54,9 +87,9 @@ def read_trajectory(run_dir: Path) -> list[dict[str, Any]]:
     return steps
 
 
-def read_json(run_dir: Path, name: str) -> Any:
-    """One of the probe's JSON files, or None when it was not written."""
-    path = probe_output_dir(run_dir) / name
+def read_json(run_dir: Path, name: str, rank: int = 0) -> Any:
+    """One of the probe's JSON files (of `rank`), or None when it was not written."""
+    path = probe_output_dir(run_dir) / rank_file(name, rank)
     if not path.is_file():
         return None
     try:

@@ -12,6 +12,7 @@ HEADLINES = {
     "error": "ERROR: the gate could not decide",
 }
 MAX_LISTED = 8
+MAX_IGNORED = 4  # field names on an artifact's `ignored` line
 
 
 def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: str = "") -> str:
@@ -41,10 +42,13 @@ def _compared(comparison: dict[str, Any]) -> list[str]:
     items = comparison["artifacts"]
     if not items and not comparison["trajectory"]["steps_compared"]:
         return []
-    out = [f"  compared: {comparison['trajectory']['steps_compared']} steps, "
+    ranks = comparison["trajectory"].get("ranks", 1)
+    per_rank = f" on each of {ranks} ranks" if ranks > 1 else ""
+    out = [f"  compared: {comparison['trajectory']['steps_compared']} steps{per_rank}, "
            f"{len(items)} artifact comparisons ({comparison['basis']})"]
     for item in items[:MAX_LISTED]:
         out.append(f"    {item['path']}: {_artifact_summary(item)}")
+        out += _ignored(item)
     if len(items) > MAX_LISTED:
         out.append(f"    … and {len(items) - MAX_LISTED} more (see the manifest)")
     return out
@@ -68,6 +72,16 @@ def _artifact_summary(item: dict[str, Any]) -> str:
     return status
 
 
+def _ignored(item: dict[str, Any]) -> list[str]:
+    """One line naming the fields `compare.ignore` left out of this artifact, if any."""
+    ignored = item.get("ignored", [])
+    if not ignored:
+        return []
+    names = [f"{i['key']} (differs)" if i["differs"] else i["key"] for i in ignored[:MAX_IGNORED]]
+    more = f" and {len(ignored) - MAX_IGNORED} more" if len(ignored) > MAX_IGNORED else ""
+    return [f"      ignored (compare.ignore): {', '.join(names)}{more}"]
+
+
 def _divergence(comparison: dict[str, Any]) -> list[str]:
     divergence = comparison.get("first_divergence")
     if not divergence:
@@ -76,7 +90,10 @@ def _divergence(comparison: dict[str, Any]) -> list[str]:
     shown = ", ".join(params[:MAX_LISTED]) + (" …" if len(params) > MAX_LISTED else "")
     loss = " (loss differs too)" if divergence.get("loss_differs") else ""
     runs = " vs ".join(divergence["runs"])
-    return [f"  first divergence: step {divergence['step']} ({runs}): {shown or 'loss only'}{loss}"]
+    where = f"step {divergence['step']}"
+    if comparison["trajectory"].get("ranks", 1) > 1:
+        where = f"rank {divergence.get('rank', 0)}, {where}"
+    return [f"  first divergence: {where} ({runs}): {shown or 'loss only'}{loss}"]
 
 
 def _ops(manifest: dict[str, Any]) -> list[str]:

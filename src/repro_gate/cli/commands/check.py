@@ -42,7 +42,8 @@ def add_parser(subparsers: Any, name: str) -> None:
     parser.add_argument("-q", "--quiet", action="store_true",
                         help="do not stream the runs' output (it is still logged to files)")
     parser.add_argument("trailing_command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
-                        help="training command (instead of --command)")
+                        help="training command as separate words, run without a shell"
+                             " (instead of --command)")
     parser.set_defaults(handler=run)
 
 

@@ -14,10 +14,10 @@ from typing import Any
 from repro_gate import manifest, probe
 from repro_gate.compare import sha256_file
 from repro_gate.compare.runs import RunSide, check_something_compared, compare_runs
-from repro_gate.config import ToleranceConfig
-from repro_gate.config.loader import check_artifact_globs
+from repro_gate.config import CompareConfig, ToleranceConfig
+from repro_gate.config.loader import check_artifact_globs, validate
 from repro_gate.config.overrides import parse_tolerance
-from repro_gate.errors import EXIT_FAIL, EXIT_PASS, ErrorKind, GateError
+from repro_gate.errors import EXIT_FAIL, EXIT_PASS, ConfigError, ErrorKind, GateError
 from repro_gate.gate import collect as artifacts
 from repro_gate.gate import verdict
 from repro_gate.render import console
@@ -43,6 +43,10 @@ def add_parser(subparsers: Any, name: str) -> None:
                         help="'bitwise' (default) or 'atol=X,rtol=Y'")
     parser.add_argument("-a", "--artifacts", action="append", metavar="GLOB",
                         help="only compare files matching this glob (repeatable)")
+    parser.add_argument("--ignore", action="append", metavar="GLOB:FIELD[,FIELD]",
+                        help="do not compare these key paths of JSON/YAML artifacts matching"
+                             " GLOB, as compare.ignore does (repeatable), e.g."
+                             " 'metrics*.json:finished_at,runs.*.timestamp'")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     parser.set_defaults(handler=run)
 
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     tolerance = ToleranceConfig.from_document(parse_tolerance(args.tolerance))
     side_a = load_side(Path(args.a), "A", args.artifacts)
     side_b = load_side(Path(args.b), "B", args.artifacts)
-    comparison = compare_runs([side_a, side_b], tolerance)
+    comparison = compare_runs([side_a, side_b], tolerance, ignore_policy(args.ignore))
     check_something_compared(comparison)
     reasons = verdict.failures(comparison, [])
     outcome = verdict.FAIL if reasons else verdict.PASS
@@ -65,6 +69,20 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(f"  {r['message']}" for r in reasons))
         print("\n".join(console.comparison_lines(comparison)))
     return EXIT_PASS if outcome == verdict.PASS else EXIT_FAIL
+
+
+def ignore_policy(specs: list[str] | None) -> CompareConfig:
+    """The `compare` section from `--ignore GLOB:FIELD[,FIELD]` options, checked like a file."""
+    rules = []
+    for spec in specs or []:
+        glob, colon, names = spec.partition(":")
+        if not colon:
+            raise ConfigError(f"--ignore {spec!r}: must be GLOB:FIELD[,FIELD],"
+                              " as in 'metrics*.json:finished_at,host'")
+        rules.append({"glob": glob, "fields": [name.strip() for name in names.split(",")]})
+    section = {"ignore": rules}
+    validate({"compare": section}, source="--ignore")
+    return CompareConfig.from_document(section)
 
 
 def load_side(path: Path, name: str, globs: list[str] | None) -> RunSide:

@@ -19,3 +19,14 @@ STOP_EXIT_CODE = 86
 
 # Probe-internal: the pid of the process that records; its children see it and stay silent.
 ENV_OWNER_PID = "REPRO_GATE_PROBE_OWNER_PID"
+
+# A rank > 0 writes its own files: `trajectory-rank1.jsonl`, `status-rank1.json`, ...
+RANK_FILE = "{stem}-rank{rank}{suffix}"
+
+
+def rank_file(name: str, rank: int) -> str:
+    """The name of file `name` for `rank`: rank 0 keeps the plain name (single-process runs)."""
+    if rank == 0:
+        return name
+    stem, dot, suffix = name.partition(".")
+    return RANK_FILE.format(stem=stem, rank=rank, suffix=dot + suffix)

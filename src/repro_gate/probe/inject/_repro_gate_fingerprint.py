@@ -31,10 +31,14 @@ THREAD_VARIABLES = (
     "NVIDIA_TF32_OVERRIDE",
 )
 MAX_DATALOADERS = 50
+# Prefixes of the variables of NCCL and Transformer Engine, which choose reduction algorithms,
+# protocols and kernels: they can change the order of a sum across ranks.
+DISTRIBUTED_VARIABLE_PREFIXES = ("NCCL_", "NVTE_")
 
 _dataloaders: dict[tuple[str, int], dict[str, Any]] = {}
 _lock = threading.Lock()
 _installed = False
+_process_group: dict[str, Any] = {}  # world size and backend seen while the group was up
 
 
 def install_torch_observers() -> None:
@@ -130,6 +134,7 @@ def collect(import_torch: bool = False) -> dict[str, Any]:
         ("flags", _flags),
         ("threads", _threads),
         ("gpus", _gpus),
+        ("distributed", _distributed),
     )
     for name, reader in sections:
         try:
@@ -247,6 +252,38 @@ def _torch(import_torch: bool) -> dict[str, Any]:
         "nccl": nccl,
         "debug": bool(getattr(version, "debug", False)),
     }
+
+
+def note_process_group() -> None:
+    """Remember the process group's world size and backend (call while training: a training
+    usually destroys its group before the fingerprint is collected at exit)."""
+    try:
+        dist = sys.modules["torch"].distributed
+        if dist.is_available() and dist.is_initialized():
+            _process_group.update(world_size=int(dist.get_world_size()),
+                                  backend=str(dist.get_backend()))
+    except Exception:  # no torch.distributed: the fingerprint falls back to WORLD_SIZE
+        return
+
+
+def _distributed() -> dict[str, Any]:
+    """World size, backend and NCCL of this process's process group, and the NCCL/NVTE variables."""
+    result: dict[str, Any] = {"world_size": 1, "backend": None, "nccl": None}
+    torch = sys.modules.get("torch")
+    note_process_group()
+    if _process_group:
+        result.update(_process_group)
+    elif os.environ.get("WORLD_SIZE", "").isdigit():
+        result["world_size"] = int(os.environ["WORLD_SIZE"])
+    if torch is not None and hasattr(torch._C, "_nccl_version"):
+        raw = torch.cuda.nccl.version()
+        result["nccl"] = ".".join(str(part) for part in raw) if isinstance(raw, tuple) else str(raw)
+    result["variables"] = {
+        name: value
+        for name, value in sorted(os.environ.items())
+        if name.startswith(DISTRIBUTED_VARIABLE_PREFIXES)
+    }
+    return result
 
 
 def _random() -> dict[str, Any]:

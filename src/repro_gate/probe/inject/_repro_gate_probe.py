@@ -2,8 +2,14 @@
 
 Deterministic mode seeds `random` at once, numpy when it is imported and torch when it is
 imported, and switches torch's determinism knobs on. Default mode changes nothing in training. In
-both modes the first process of the run (not its DataLoader workers or subprocesses) records into
-`$REPRO_GATE_RUN_DIR/.repro-gate/`:
+both modes every process that takes an optimizer step records into
+`$REPRO_GATE_RUN_DIR/.repro-gate/`, under its rank's file names (`rank_file`: rank 0 keeps the
+plain names). The rank and world size come from torch.distributed when it is initialised at the
+first step, else from RANK (or LOCAL_RANK) and WORLD_SIZE; a process without them is rank 0 of 1.
+So torchrun's workers and mp.spawn's processes record, one file set per rank; the torchrun agent,
+DataLoader workers and a `prep.py` before the training take no step and write no trajectory. The
+first process of the run (the owner) also writes status.json from the start, so that a run that
+never steps has a status; it leaves rank 0's files alone once another process took them over.
 
 - trajectory.jsonl: one line per optimizer step: parameter digests and the loss's exact bits.
   "time" is the wall time since the previous step's line was written; for the first step, since
@@ -18,7 +24,9 @@ probe's other modules, all in this directory and named `_repro_gate_*`:
 - _repro_gate_import_watch: the hook that calls back when torch or numpy is imported.
 - _repro_gate_patches: the wrappers around backward, warnings and the exception hooks.
 - _repro_gate_param_names: model names for the optimizer's parameters.
-- _repro_gate_trajectory: writing trajectory.jsonl and matching a reference trajectory.
+- _repro_gate_ranks: the process's rank and world size, and its reference trajectory's path.
+- _repro_gate_trajectory: writing trajectory.jsonl and matching a reference trajectory (the
+  reference variable names run A's probe directory, or, from earlier gates, its rank 0 file).
 - _repro_gate_digest (needs torch), _repro_gate_alerts, _repro_gate_fingerprint: imported once
   torch is.
 """
@@ -51,10 +59,12 @@ from _repro_gate_contract import (
     STATUS_FILE,
     STOP_EXIT_CODE,
     TRAJECTORY_FILE,
+    rank_file,
 )
 from _repro_gate_import_watch import ImportWatcher
 from _repro_gate_param_names import ParameterNames
 from _repro_gate_patches import chain_excepthooks, wrap_backward, wrap_showwarnmsg
+from _repro_gate_ranks import rank_and_world_size, reference_path
 from _repro_gate_trajectory import ReferenceTrajectory, TrajectoryWriter
 
 if TYPE_CHECKING:
@@ -72,27 +82,30 @@ def install() -> None:
     run_dir = os.environ.get(ENV_RUN_DIR)
     if not run_dir or _probe is not None:
         return
-    owner = os.environ.get(ENV_OWNER_PID)
-    recording = owner is None or owner == str(os.getpid())
-    if recording:
+    owner_pid = os.environ.get(ENV_OWNER_PID)
+    owner = owner_pid is None or owner_pid == str(os.getpid())
+    if owner:
         os.environ[ENV_OWNER_PID] = str(os.getpid())
-    _probe = Probe(os.path.join(run_dir, PROBE_SUBDIR), recording)
+    _probe = Probe(os.path.join(run_dir, PROBE_SUBDIR), owner)
     _probe.start()
 
 
 class Probe:
     """State of the probe in one process."""
 
-    def __init__(self, out_dir: str, recording: bool) -> None:
+    def __init__(self, out_dir: str, owner: bool) -> None:
         self.out_dir = out_dir
-        self.recording = recording
+        self.owner = owner  # the run's first process: writes a status even when it never steps
+        self.writable = True  # False once out_dir turned out not writable
+        self.claimed = False  # True from this process's first optimizer step
+        self.rank = 0
+        self.world_size = 1
         self.pid = os.getpid()
         self.errors: list[str] = []
         self.mode = os.environ.get(ENV_MODE) or "default"
         self.strict = os.environ.get(ENV_DETERMINISM) == "strict"
         self.seed: int = self._int_env(ENV_SEED, 0) or 0
         self.max_steps = self._int_env(ENV_MAX_STEPS, None)
-        reference_path = os.environ.get(ENV_REFERENCE_TRAJECTORY) or None
         if self.mode not in ("deterministic", "default"):
             self._error(f"unknown {ENV_MODE} {self.mode!r}: observing only")
         self.steps = 0
@@ -101,10 +114,8 @@ class Probe:
         self.last_step_end = time.perf_counter()
         self.last_loss: Any = None
         self._alerts: AlertRecorder | None = None  # set once torch is imported
-        self._trajectory = TrajectoryWriter(os.path.join(out_dir, TRAJECTORY_FILE))
-        self._reference = (
-            ReferenceTrajectory(reference_path, self._error) if reference_path else None
-        )
+        self._trajectory: TrajectoryWriter | None = None  # set at the first step
+        self._reference: ReferenceTrajectory | None = None
         self._param_names = ParameterNames()
         self._torch: Any = None
         self._fingerprint: Any = None
@@ -113,9 +124,21 @@ class Probe:
     def deterministic(self) -> bool:
         return self.mode == "deterministic"
 
-    def _is_recording(self) -> bool:
-        # Forked children inherit the probe's hooks; only the owner process records.
-        return self.recording and os.getpid() == self.pid
+    def _is_mine(self) -> bool:
+        # A fork shares this object until the at-fork hook has reset it for the child.
+        return self.writable and os.getpid() == self.pid
+
+    def _writes_files(self) -> bool:
+        """True when this process's files are its to write: it stepped, or it is the owner and
+        no other process took rank 0's files over (the torchrun agent, mp.spawn's parent)."""
+        if not self._is_mine():
+            return False
+        if self.claimed:
+            return True
+        if not self.owner:
+            return False
+        status = self._read_json(STATUS_FILE)
+        return not isinstance(status, dict) or status.get("pid") in (None, self.pid)
 
     # ----- start-up -------------------------------------------------------------------------
 
@@ -126,17 +149,30 @@ class Probe:
         if self.deterministic:
             watched["numpy"] = self._on_numpy_imported
         sys.meta_path.insert(0, ImportWatcher(watched))
-        if not self.recording:
-            return
+        os.register_at_fork(after_in_child=self._after_fork)
+        if self.owner:
+            self._start_writing()
+
+    def _start_writing(self) -> None:
+        """Create the output directory, write a first status and arrange the final one."""
         try:
             os.makedirs(self.out_dir, exist_ok=True)
             self._write_status()
         except OSError as error:
-            self.recording = False
+            self.writable = False
             print(f"repro-gate probe: cannot write {self.out_dir}: {error}", file=sys.stderr)
             return
         atexit.register(self.finish)
         chain_excepthooks(self._on_uncaught, self._error)
+
+    def _after_fork(self) -> None:
+        # A forked child (DataLoader worker, fork-started rank) is a process of its own: it
+        # records only if it steps, under its own rank.
+        self.pid = os.getpid()
+        self.owner = self.claimed = False
+        self.steps = 0
+        self.stopped = self.stop_step = None
+        self._trajectory = self._reference = None
 
     def _on_numpy_imported(self, numpy: ModuleType) -> None:
         try:
@@ -154,8 +190,9 @@ class Probe:
                 torch.backends.cudnn.benchmark = False
             except Exception as error:
                 self._error(f"deterministic setup: {error!r}")
-        if not self._is_recording():
+        if not self._is_mine():
             return
+        # Every process watches: which of them steps (and so records) is known only later.
         try:
             self._install_torch_hooks(torch)
         except Exception as error:
@@ -206,8 +243,12 @@ class Probe:
     # ----- steps ---------------------------------------------------------------------------
 
     def _on_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
-        if not self._is_recording() or self.stopped:
+        if not self._is_mine() or self.stopped:
             return
+        if not self.claimed:
+            self._claim()
+            if not self._is_mine():
+                return
         try:
             record = self._record_step(optimizer)
         except Exception as error:
@@ -233,8 +274,25 @@ class Probe:
             "loss": self._loss_bits(),
             "params": {name: digests[i] for i, (name, _) in enumerate(named)},
         }
-        self._trajectory.append(record)
+        if self._trajectory is not None:
+            self._trajectory.append(record)
         return record
+
+    def _claim(self) -> None:
+        """At the first step: learn the rank, take its files and its reference trajectory."""
+        self.rank, self.world_size = rank_and_world_size(self._torch, self._error)
+        self.claimed = True
+        path = os.path.join(self.out_dir, rank_file(TRAJECTORY_FILE, self.rank))
+        self._trajectory = TrajectoryWriter(path)
+        reference = reference_path(os.environ.get(ENV_REFERENCE_TRAJECTORY), self.rank)
+        if reference is not None:
+            self._reference = ReferenceTrajectory(reference, self._error)
+        if self._fingerprint is not None:
+            self._fingerprint.note_process_group()
+        if self.owner:
+            self._write_status_safely()  # the owner's rank may not be 0
+        else:
+            self._start_writing()
 
     def _stop(self, reason: str) -> None:
         self.stopped = reason
@@ -249,12 +307,12 @@ class Probe:
 
     def _on_warning(self, message: warnings.WarningMessage, frame: FrameType) -> bool:
         """Record one warning; False when it repeats a site already shown to the user."""
-        if not self._is_recording() or self._alerts is None:
+        if not self._is_mine() or self._alerts is None:
             return True
         return self._alerts.record_warning(message, frame)
 
     def _on_uncaught(self, error: BaseException | None, tb: Any, finish: bool) -> None:
-        if not self._is_recording() or self._alerts is None:
+        if not self._is_mine() or self._alerts is None:
             return
         self._alerts.record_uncaught(error, tb)
         if finish:
@@ -264,10 +322,11 @@ class Probe:
 
     def finish(self) -> None:
         """Write alerts, fingerprint and status; safe to call more than once."""
-        if not self._is_recording():
+        if not self._writes_files():
             return
         try:
-            self._trajectory.flush()
+            if self._trajectory is not None:
+                self._trajectory.flush()
             alerts = self._alerts.as_json() if self._alerts is not None else []
             self._write_json(ALERTS_FILE, alerts)
         except Exception as error:
@@ -277,6 +336,9 @@ class Probe:
                 self._write_json(FINGERPRINT_FILE, self._fingerprint.collect())
             except Exception as error:
                 self._error(f"collecting the fingerprint: {error!r}")
+        self._write_status_safely()
+
+    def _write_status_safely(self) -> None:
         try:
             self._write_status()
         except Exception as error:
@@ -287,6 +349,9 @@ class Probe:
             STATUS_FILE,
             {
                 "probe": "ok",
+                "pid": self.pid,
+                "rank": self.rank,
+                "world_size": self.world_size,
                 "mode": self.mode,
                 "steps": self.steps,
                 "stopped": self.stopped,
@@ -295,8 +360,15 @@ class Probe:
             },
         )
 
+    def _read_json(self, name: str) -> Any:
+        try:
+            with open(os.path.join(self.out_dir, name), encoding="utf-8") as handle:
+                return json.load(handle)
+        except (OSError, ValueError):
+            return None
+
     def _write_json(self, name: str, value: Any) -> None:
-        path = os.path.join(self.out_dir, name)
+        path = os.path.join(self.out_dir, rank_file(name, self.rank))
         temporary = f"{path}.{os.getpid()}.tmp"
         with open(temporary, "w", encoding="utf-8") as handle:
             json.dump(value, handle, indent=1)

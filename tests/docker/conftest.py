@@ -218,3 +218,20 @@ def workspace(tmp_path: Path) -> Path:
     path.mkdir()
     path.chmod(0o755)
     return path
+
+
+REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+ACTION_IMAGE = "repro-gate-test/action"
+
+
+@pytest.fixture(scope="session")
+def action_image(docker_client: docker.DockerClient, python_image: PinnedImage) -> str:
+    """The action image from the repository's Dockerfile, on a locally built Python base."""
+    image, _ = docker_client.images.build(
+        path=str(REPOSITORY_ROOT),
+        buildargs={"BASE_IMAGE": python_image.tag},
+        tag=f"{ACTION_IMAGE}:latest",
+        rm=True,
+        forcerm=True,
+    )
+    return image.id

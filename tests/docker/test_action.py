@@ -13,8 +13,6 @@ from conftest import GateContainers, PinnedImage
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
-ACTION_IMAGE = "repro-gate-test/action"
 TOKEN = "ghs_0123456789abcdefSECRET"
 
 # Deterministic "training": writes a metrics file into the run directory, and what it could see.
@@ -31,19 +29,6 @@ json.dump({"loss": 0.125, "steps": 3}, open(os.path.join(run_dir, "metrics.json"
 print("::set-output name=verdict::forged")
 print("trained")
 """
-
-
-@pytest.fixture(scope="module")
-def action_image(docker_client: docker.DockerClient, python_image: PinnedImage) -> str:
-    """The action image from the repository's Dockerfile, on a locally built Python base."""
-    image, _ = docker_client.images.build(
-        path=str(REPOSITORY_ROOT),
-        buildargs={"BASE_IMAGE": python_image.tag},
-        tag=f"{ACTION_IMAGE}:latest",
-        rm=True,
-        forcerm=True,
-    )
-    return image.id
 
 
 def read_outputs(path: Path) -> dict[str, str]:

@@ -14,22 +14,7 @@ from conftest import GateContainers, PinnedImage
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
-ACTION_IMAGE = "repro-gate-test/action"
 TRAIN = "import time\nprint('training started', flush=True)\ntime.sleep(600)\n"
-
-
-@pytest.fixture(scope="module")
-def action_image(docker_client: docker.DockerClient, python_image: PinnedImage) -> str:
-    """The action image from the repository's Dockerfile, on a locally built Python base."""
-    image, _ = docker_client.images.build(
-        path=str(REPOSITORY_ROOT),
-        buildargs={"BASE_IMAGE": python_image.tag},
-        tag=f"{ACTION_IMAGE}:latest",
-        rm=True,
-        forcerm=True,
-    )
-    return image.id
 
 
 def test_sigterm_to_the_action_stops_the_sibling_and_writes_a_cancelled_manifest(

@@ -96,6 +96,7 @@ def test_put_op_is_reported_at_its_file_and_line(project: Path) -> None:
     assert Path(op["file"]).name == "put_op.py"
     assert op["line"] == 10
     assert op["count"] == 6  # once per step
+    assert op["steps"] == [1, 2, 3, 4, 5, 6]  # the step in progress at each occurrence
     assert op["kind"] == "nondeterministic_op"
     assert "put_op.py:10" in result.stdout
 

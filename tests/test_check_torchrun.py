@@ -8,7 +8,7 @@ from pathlib import Path
 from gate_cli import check
 
 from repro_gate import validation
-from repro_gate.probe import TRAJECTORY_FILE, probe_output_dir, rank_file
+from repro_gate.probe import TRAJECTORY_FILE, probe_output_dir, rank_file, read_trajectories
 
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 DDP_PARAMETERS = [f"module.{name}" for name in
@@ -25,6 +25,9 @@ def test_deterministic_torchrun_ddp_passes_with_both_ranks_compared(project: Pat
     assert [(r["steps"], r["ranks"]) for r in manifest["runs"]] == [(5, 2), (5, 2)]
     probe_dir = probe_output_dir(Path(manifest["runs"][0]["run_dir"]))
     assert (probe_dir / rank_file(TRAJECTORY_FILE, 1)).is_file()
+    # Every step of both ranks carries the evidence a cause needs: gradients and the input batch.
+    for records in read_trajectories(Path(manifest["runs"][0]["run_dir"])).values():
+        assert all(all(r["grads"].values()) and r["inputs"] for r in records), records
     assert manifest["fingerprint"]["random"]["distributed"]["world_size"] == 2
     assert manifest["fingerprint"]["random"]["distributed"]["backend"] == "gloo"
     assert "5 steps on each of 2 ranks" in result.stdout
@@ -39,7 +42,7 @@ def test_torchrun_rank1_noise_fails_on_rank_1_at_step_3(project: Path) -> None:
     assert (divergence["rank"], divergence["step"]) == (1, 3)
     assert divergence["runs"] == ["A", "B"]
     assert manifest["runs"][1]["stopped"] == "divergence"  # fail-fast, on rank 1
-    assert manifest["reasons"][0]["message"].startswith("rank 1: runs A and B diverge at step 3")
+    assert manifest["reasons"][0]["message"].startswith("rank 1's input differs at step 3")
     assert "first divergence: rank 1, step 3" in result.stdout
 
 

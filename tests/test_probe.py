@@ -112,6 +112,7 @@ def test_nondeterministic_op_is_counted_at_the_users_line(tmp_path: Path) -> Non
             "count": 3,
             "kind": "nondeterministic_op",
             "message": alerts[0]["message"],
+            "steps": [1],  # before any optimizer step: step 1 is in progress
         }
     ]
     assert alerts[0]["message"].startswith("put_ does not have a deterministic implementation")
@@ -255,14 +256,15 @@ def test_parameter_digest_follows_its_documented_formula_and_guarantees() -> Non
         value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & mask
         return value ^ (value >> 31)
 
-    def expected(tensor) -> str:  # the formula in the module docstring, in Python integers
+    def expected(tensor, ordered=True) -> str:  # the module docstring's formula, in Python ints
         width = tensor.element_size()
         ints = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[width]
         values = tensor.contiguous().reshape(-1).view(ints).tolist()
         total = 0
         for row, start in enumerate(range(0, len(values), 256)):
             row_values = values[start : start + 256]
-            row_sum = signed(sum((2 * c + 1) * x for c, x in enumerate(row_values)), 8 * width)
+            weighted = (((2 * c + 1) if ordered else 1) * x for c, x in enumerate(row_values))
+            row_sum = signed(sum(weighted), 8 * width)
             total += 0x9E3779B97F4A7C15 * (2 * row + 1) * row_sum
         salt = tensor.numel() * 0x9E3779B97F4A7C15 + width
         return f"{splitmix64(signed(total, 64) + salt):016x}"
@@ -277,6 +279,8 @@ def test_parameter_digest_follows_its_documented_formula_and_guarantees() -> Non
         torch.randn(5, generator=generator),  # shorter than one row
     ]
     assert digest.digest_tensors(tensors) == [expected(t) for t in tensors]
+    values = digest.digest_tensors(tensors, ordered=False)
+    assert values == [expected(t, ordered=False) for t in tensors]
 
     # The path taken on accelerators (multiply and row sum) gives the same row sums as the
     # matrix product used on CPU, wrapping included.
@@ -303,3 +307,21 @@ def test_parameter_digest_follows_its_documented_formula_and_guarantees() -> Non
     assert digests[3] == base_digest
     del digests[3]
     assert len({base_digest, *digests}) == len(digests) + 1
+    # The value digest misses swaps within a row (the first and last variants), no other.
+    base_value, *values = digest.digest_tensors([base, *variants], ordered=False)
+    assert [value == base_value for value in values] == [True, False, False, True, False]
+
+
+def test_each_step_records_its_inputs_loss_gradients_and_parameters(tmp_path: Path) -> None:
+    # The expected digests are computed in the training itself with the probe's digest: the
+    # records hold the model's batch (not the loss module's arguments, not the no_grad call),
+    # the gradients before the update, the parameters after it, and at step 1 the initial ones.
+    result = run_training("step_records.py", tmp_path, args=[str(tmp_path)])
+    assert result.returncode == 0, result.stderr
+    expected = json.loads((tmp_path / "expected.json").read_text())
+    steps = read_trajectory(tmp_path)
+    assert [step["step"] for step in steps] == [1, 2, 3]
+    for step, wanted in zip(steps, expected, strict=True):
+        assert {key: step.get(key) for key in wanted} == wanted
+    assert "init" not in steps[1]
+    assert len({step["inputs"] for step in steps}) == 3

@@ -8,7 +8,7 @@ from typing import Any
 
 from repro_gate.compare import compare_artifact, sha256_file, tolerance_for
 from repro_gate.compare.fields import patterns_for
-from repro_gate.compare.trajectory import compare_ranks
+from repro_gate.compare.trajectory import compare_ranks, divergence_order
 from repro_gate.config import CompareConfig, ToleranceConfig
 from repro_gate.errors import ErrorKind, GateError
 
@@ -92,13 +92,8 @@ def _merge_trajectory(comparison: dict[str, Any], trajectory: dict[str, Any]) ->
         current["status"] = trajectory["status"]
     divergence = trajectory["first_divergence"]
     known = comparison["first_divergence"]
-    if divergence and (known is None or _order(divergence) < _order(known)):
+    if divergence and (known is None or divergence_order(divergence) < divergence_order(known)):
         comparison["first_divergence"] = divergence
-
-
-def _order(divergence: dict[str, Any]) -> tuple[int, int]:
-    """Earliest step first; at equal step, the lowest rank."""
-    return divergence["step"], divergence.get("rank", 0)
 
 
 def _compare_artifacts(

@@ -6,7 +6,9 @@ other run (`compare_ranks`).
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
+
+from repro_gate.compare.cause import cause_rank, classify, differing
 
 Trajectory = list[dict[str, Any]]
 
@@ -17,6 +19,10 @@ class FirstDivergence(TypedDict):
     loss_differs: bool | None
     rank: int
     runs: list[str]
+    cause: str
+    initial_parameters: NotRequired[list[str]]
+    gradients: NotRequired[list[str]]
+    note: NotRequired[str]
 
 
 class TrajectoryComparison(TypedDict):
@@ -31,7 +37,7 @@ def compare_ranks(
 ) -> TrajectoryComparison:
     """Compare every rank of `a` with the same rank of `b`, as one comparison.
 
-    The first divergence is the earliest divergent step over ranks, the lowest rank at equal step.
+    The first divergence is where the evidence starts (`divergence_order`).
     `steps_compared` is the fewest steps compared on any rank, `steps` counts the lowest rank's.
     """
     ranks = sorted(a.keys() | b.keys()) or [0]
@@ -47,8 +53,13 @@ def compare_ranks(
         "steps_compared": min(r["steps_compared"] for r in results),
         "status": status,
         "steps": results[0]["steps"],
-        "first_divergence": min(divergences, key=lambda d: (d["step"], d["rank"]), default=None),
+        "first_divergence": min(divergences, key=divergence_order, default=None),
     }
+
+
+def divergence_order(divergence: Any) -> tuple[int, int, int]:
+    """Earliest step first; at equal step, the earlier cause in the step, then the lowest rank."""
+    return divergence["step"], cause_rank(divergence.get("cause")), divergence.get("rank", 0)
 
 
 def compare_trajectories(
@@ -80,13 +91,14 @@ def compare_trajectories(
 def _divergence_at(
     a: dict[str, Any], b: dict[str, Any], runs: tuple[str, str], rank: int
 ) -> FirstDivergence | None:
-    params_a: dict[str, str] = a.get("params", {})
-    params_b: dict[str, str] = b.get("params", {})
-    differing = [name for name, digest in params_a.items() if params_b.get(name) != digest]
-    differing += [name for name in params_b if name not in params_a]
+    parameters = differing(a.get("params", {}), b.get("params", {}))
     loss_a, loss_b = a.get("loss"), b.get("loss")
     loss_differs = None if loss_a is None or loss_b is None else loss_a != loss_b
-    if not differing and not loss_differs:
+    if not parameters and not loss_differs:
         return None
-    return {"step": int(a["step"]), "parameters": differing, "loss_differs": loss_differs,
-            "rank": rank, "runs": list(runs)}
+    divergence: FirstDivergence = {
+        "step": int(a["step"]), "parameters": parameters, "loss_differs": loss_differs,
+        "rank": rank, "runs": list(runs), "cause": "unknown",
+    }
+    divergence.update(classify(a, b))  # type: ignore[typeddict-item]
+    return divergence

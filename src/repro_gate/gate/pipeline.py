@@ -24,6 +24,7 @@ from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError, one_line
 from repro_gate.gate import runs, verdict
 from repro_gate.gate.collect import Sources
+from repro_gate.gate.localise import localise
 from repro_gate.gate.record import GateState, assemble, deterministic, now
 from repro_gate.launch import cancel
 from repro_gate.launch.base import Launcher, LineSink, RunSpec
@@ -70,15 +71,18 @@ def _run_gate(
     started_at = now()
     started = time.monotonic()
     state = GateState()
+    preloading: threading.Thread | None = None
     try:
         check_baseline(config)
         launcher = open_launcher(config)
         state.host_fingerprint = fingerprint.collect_host(config.data, config.workdir)
         publisher.started()
-        preload_torch()
+        preloading = preload_torch()
         execute_runs(config, launcher, state, sink_for)
         sides = [record.side() for record in deterministic(state.records)]
         comparison = compare_runs(sides, config.tolerance, config.compare)
+        localise(config, launcher, state, comparison,
+                 lambda spec: _execute(config, launcher, spec, sink_for))
         if not state.strict_stop:
             check_something_compared(comparison)
     except GateError as error:
@@ -89,6 +93,9 @@ def _run_gate(
         comparison = empty_comparison(config.tolerance)
     # The verdict is decided: a late signal no longer cuts writing and publishing it short.
     cancel.ignore_from_now()
+    if preloading is not None:
+        # An import still running when the interpreter exits aborts the process (SIGABRT).
+        preloading.join()
     document = assemble(config, state, comparison, started_at, time.monotonic() - started)
     path = _write(document, config.output_dir, state)
     document.update(publisher.finished(document, path))
@@ -157,11 +164,14 @@ def _error_only(
     return GateOutcome(document, path, EXIT_ERROR)
 
 
-def preload_torch() -> None:
+def preload_torch() -> threading.Thread | None:
     """Import torch in the background while the runs train, so comparing checkpoints later
-    does not add its start-up time to the gate."""
-    if importlib.util.find_spec("torch") is not None:
-        threading.Thread(target=importlib.import_module, args=("torch",), daemon=True).start()
+    does not add its start-up time to the gate; the thread, to join before the gate ends."""
+    if importlib.util.find_spec("torch") is None:
+        return None
+    thread = threading.Thread(target=importlib.import_module, args=("torch",), daemon=True)
+    thread.start()
+    return thread
 
 
 def check_baseline(config: Config) -> None:

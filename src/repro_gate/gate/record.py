@@ -14,6 +14,9 @@ from repro_gate.gate import verdict
 from repro_gate.gate.cost import cost_of_determinism
 from repro_gate.gate.runs import RunRecord
 
+MAX_ALERT_STEPS = 20
+OP_CAUSES = ("forward", "backward", "unknown")
+
 
 @dataclass
 class GateState:
@@ -26,14 +29,17 @@ class GateState:
 
 
 def deterministic(records: list[RunRecord]) -> list[RunRecord]:
-    """The deterministic runs, in order."""
-    return [r for r in records if r.mode == "deterministic"]
+    """The deterministic runs, in order (not the localisation run: it is neither compared nor
+    timed)."""
+    return [r for r in records if r.mode == "deterministic" and r.purpose is None]
 
 
 def nondeterministic_ops(records: list[RunRecord]) -> list[dict[str, Any]]:
     """Alerts of all runs merged by (op, file, line, kind); `count` is the largest per run."""
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for record in records:
+        if record.purpose is not None:  # the localisation run re-executes modules: not a run
+            continue
         for alert in record.alerts:
             key = (alert.get("op"), alert.get("file"), alert.get("line"), alert.get("kind"))
             entry = merged.setdefault(key, {
@@ -44,10 +50,34 @@ def nondeterministic_ops(records: list[RunRecord]) -> list[dict[str, Any]]:
                 "kind": alert.get("kind", "nondeterministic_op"),
                 "runs": [],
                 "message": str(alert.get("message", "")),
+                "steps": [],
             })
             entry["count"] = max(entry["count"], int(alert.get("count", 1)))
             entry["runs"].append(record.name)
+            steps = {*entry["steps"], *_steps(alert)}
+            entry["steps"] = sorted(steps)[:MAX_ALERT_STEPS]
     return sorted(merged.values(), key=lambda e: (str(e["file"]), e["line"] or 0, e["op"]))
+
+
+def _steps(alert: dict[str, Any]) -> list[int]:
+    steps = alert.get("steps")
+    if not isinstance(steps, list):
+        return []
+    return [s for s in steps if isinstance(s, int) and not isinstance(s, bool) and s >= 1]
+
+
+def attach_op(comparison: dict[str, Any], ops: list[dict[str, Any]]) -> None:
+    """Name the nondeterministic op seen during the first divergent step, if one was: for a
+    divergence in the forward or backward pass (or of unknown cause), the likely culprit."""
+    divergence = comparison.get("first_divergence")
+    if not divergence or divergence.get("cause") not in OP_CAUSES:
+        return
+    step = divergence["step"]
+    during = [op for op in ops if step in op["steps"] and op["kind"] != "strict_error"]
+    first = during[0] if during else None
+    divergence["op"] = (
+        {"op": first["op"], "file": first["file"], "line": first["line"]} if first else None
+    )
 
 
 def measure_cost(config: Config, records: list[RunRecord]) -> dict[str, Any] | None:
@@ -89,6 +119,7 @@ def assemble(
 ) -> dict[str, Any]:
     """Build the manifest document from everything the gate learned."""
     ops = nondeterministic_ops(state.records)
+    attach_op(comparison, ops)
     sections = fingerprint_sections(config, state)  # may record an error: before the verdict
     if state.error is not None:
         outcome, reasons = verdict.ERROR, [verdict.reason(state.error.kind, state.error.message)]
@@ -119,7 +150,7 @@ def fingerprint_sections(config: Config, state: GateState) -> dict[str, Any]:
     """fingerprint, checklist, config_hash and environment_diff; empty if the host was not read."""
     if not state.host_fingerprint:
         return {}
-    in_process = {r.name: r.in_process_fingerprint for r in state.records}
+    in_process = {r.name: r.in_process_fingerprint for r in state.records if r.purpose is None}
     image = next((r.details["image"] for r in state.records if "image" in r.details), None)
     try:
         return fingerprint.manifest_sections(

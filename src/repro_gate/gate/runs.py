@@ -43,6 +43,8 @@ class RunRecord:
     unmatched_globs: list[str]
     details: dict[str, Any] = field(default_factory=dict)
     other_ranks: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # rank >= 1
+    # "localisation": the extra run of gate/localise.py, never compared, timed or fingerprinted
+    purpose: str | None = None
 
     @property
     def ranks(self) -> int:
@@ -95,6 +97,8 @@ class RunRecord:
         }
         if self.ranks > 1:
             entry["ranks"] = self.ranks
+        if self.purpose is not None:
+            entry["purpose"] = self.purpose
         if "container" in self.details:
             entry["container"] = self.details["container"]
         return entry

@@ -6,6 +6,7 @@ import fnmatch
 from typing import Any, TypedDict
 
 from repro_gate.compare.fields import parse_path
+from repro_gate.render.diagnosis import explain
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 
@@ -52,15 +53,8 @@ def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> li
     found: list[Reason] = []
     divergence = comparison.get("first_divergence")
     if divergence and comparison["basis"] == "bitwise":
-        names = ", ".join(divergence["parameters"][:5]) or "the loss"
-        more = len(divergence["parameters"]) - 5
-        suffix = f" and {more} more" if more > 0 else ""
-        runs = " and ".join(divergence["runs"])
-        found.append(reason(
-            TRAJECTORY_DIVERGED,
-            f"{rank_prefix(comparison)}runs {runs} diverge at step {divergence['step']}:"
-            f" {names}{suffix}",
-        ))
+        multi_rank = comparison["trajectory"].get("ranks", 1) > 1
+        found.append(reason(TRAJECTORY_DIVERGED, explain(divergence, multi_rank)))
     for item in comparison["artifacts"]:
         runs = item.get("runs", ["A", "B"])
         if item["status"] == "different":
@@ -81,14 +75,6 @@ def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> li
             f"{op['op']}{where} has no deterministic implementation and determinism is strict",
         ))
     return found
-
-
-def rank_prefix(comparison: dict[str, Any]) -> str:
-    """`rank 1: ` for the first divergence of a multi-process run; nothing for a single process."""
-    divergence = comparison.get("first_divergence") or {}
-    if comparison["trajectory"].get("ranks", 1) < 2 or "rank" not in divergence:
-        return ""
-    return f"rank {divergence['rank']}: "
 
 
 def successes(comparison: dict[str, Any], compared_runs: int) -> list[Reason]:

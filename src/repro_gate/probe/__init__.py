@@ -25,6 +25,8 @@ ENV_DETERMINISM = "REPRO_GATE_DETERMINISM"  # "warn" or "strict"
 # rank 0's trajectory, with the other ranks' files beside it (gates before ranks were observed).
 ENV_REFERENCE_TRAJECTORY = "REPRO_GATE_REFERENCE_TRAJECTORY"
 ENV_MAX_STEPS = "REPRO_GATE_MAX_STEPS"  # stop cleanly after this many optimizer steps
+# The localisation run: re-execute each module during this step to find a forward divergence.
+ENV_LOCALISE_STEP = "REPRO_GATE_LOCALISE_STEP"
 
 # Files the probe writes, relative to the run directory.
 PROBE_SUBDIR = ".repro-gate"
@@ -32,6 +34,7 @@ TRAJECTORY_FILE = "trajectory.jsonl"  # one JSON object per optimizer step
 ALERTS_FILE = "alerts.json"  # nondeterministic-op alerts, aggregated
 STATUS_FILE = "status.json"  # probe status: loaded, stop reason, errors
 FINGERPRINT_FILE = "fingerprint.json"  # in-process environment fingerprint
+LOCALISE_FILE = "localise.json"  # localisation run: the first divergent module
 # Every process that steps writes the files above under its rank's names; rank 0 keeps the plain
 # names (single-process runs), rank 1 writes `trajectory-rank1.jsonl`, `status-rank1.json`, ...
 RANK_FILE = "{stem}-rank{rank}{suffix}"

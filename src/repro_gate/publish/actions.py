@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from repro_gate.credentials import credential_values
+from repro_gate.render.diagnosis import explain, headline
 from repro_gate.render.markdown import summary_markdown
 from repro_gate.workspace import repository_path, workspace_root
 
@@ -172,6 +173,31 @@ def op_annotations(manifest: Mapping[str, Any], workspace: Path | str) -> list[s
     return lines
 
 
+def divergence_annotations(manifest: Mapping[str, Any], workspace: Path | str) -> list[str]:
+    """An `::error` stating the first divergence's cause and fix, when the gate failed on it.
+
+    At the line of the nondeterministic op seen in that step when it is in the repository.
+    Older manifests (no `cause`) get none: their reason says only where, not why.
+    """
+    comparison = manifest.get("comparison") or {}
+    divergence = comparison.get("first_divergence") or {}
+    codes = {reason.get("code") for reason in manifest.get("reasons", [])}
+    if not divergence.get("cause") or "trajectory_diverged" not in codes:
+        return []
+    multi_rank = (comparison.get("trajectory") or {}).get("ranks", 1) > 1
+    op = divergence.get("op") or {}
+    relative = repository_path(op.get("file"), workspace)
+    return [
+        command(
+            "error",
+            explain(divergence, multi_rank),
+            file=relative,
+            line=op.get("line") if relative else None,
+            title=f"repro-gate: {headline(divergence, multi_rank)}",
+        )
+    ]
+
+
 def default_manifest_path(manifest: Mapping[str, Any]) -> Path | None:
     """Where the gate writes the manifest: `<output_dir>/manifest.json`."""
     output_dir = manifest.get("output_dir")
@@ -193,10 +219,16 @@ def publish(
     steps = (
         lambda: set_outputs(outputs_for(manifest, path), env),
         lambda: write_summary(summary_markdown(manifest), env),
-        lambda: [emit(line, stream) for line in op_annotations(manifest, workspace_root(env))],
+        lambda: [emit(line, stream) for line in _annotations(manifest, workspace_root(env))],
     )
     for step in steps:
         try:
             step()
         except Exception as error:  # reporting must never change the verdict
             emit(command("warning", f"repro-gate: could not publish to Actions: {error}"), stream)
+
+
+def _annotations(manifest: Mapping[str, Any], workspace: Path) -> list[str]:
+    """The divergence's cause first, then the ops, within the per-step limit."""
+    found = divergence_annotations(manifest, workspace) + op_annotations(manifest, workspace)
+    return found[:MAX_ERROR_ANNOTATIONS]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from repro_gate.fingerprint import diff_lines
+from repro_gate.render.diagnosis import facts
 
 HEADLINES = {
     "pass": "PASS: reproducible",
@@ -93,7 +94,9 @@ def _divergence(comparison: dict[str, Any]) -> list[str]:
     where = f"step {divergence['step']}"
     if comparison["trajectory"].get("ranks", 1) > 1:
         where = f"rank {divergence.get('rank', 0)}, {where}"
-    return [f"  first divergence: {where} ({runs}): {shown or 'loss only'}{loss}"]
+    # The sentence itself is among the reasons above; here, the evidence it rests on.
+    evidence = [f"    {label}: {text}" for label, text in facts(divergence)]
+    return [f"  first divergence: {where} ({runs}): {shown or 'loss only'}{loss}", *evidence]
 
 
 def _ops(manifest: dict[str, Any]) -> list[str]:

@@ -5,7 +5,8 @@ written. The `fingerprint`, `checklist` and `environment_diff` sections are opti
 that is absent is left out of the report.
 
 This module holds the entry points and the headline; the sections are in `markdown_evidence`
-(summary and comment) and `markdown_details` (check-run text), the text pieces in `markdown_text`.
+(summary and comment) and `markdown_details` (check-run text), the text pieces in `markdown_text`,
+the first divergence's cause in words in `diagnosis`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from repro_gate.compare.structured import is_number
-from repro_gate.render.markdown_details import cost_details, runs_table, tensor_details
+from repro_gate.render.diagnosis import explain, headline
+from repro_gate.render.markdown_details import (
+    cost_details,
+    ignored_details,
+    runs_table,
+    tensor_details,
+)
 from repro_gate.render.markdown_evidence import evidence
-from repro_gate.render.markdown_text import as_list, as_mapping, cell, one_line, parameters_text
+from repro_gate.render.markdown_text import (
+    as_list,
+    as_mapping,
+    cell,
+    multi_rank,
+    one_line,
+    parameters_text,
+    rank_text,
+)
 
 CHECK_TEXT_LIMIT = 65_535  # check-run output.summary and output.text
 COMMENT_LIMIT = 65_536  # issue comment body
@@ -47,11 +62,15 @@ def title(manifest: Mapping[str, Any]) -> str:
         return one_line(f"{words} · determinism cost {cost}" if cost else words)
     if verdict == "fail":
         divergence = as_mapping(comparison.get("first_divergence"))
+        cause = headline(divergence, multi_rank(comparison))
+        if cause:
+            return one_line(f"not reproducible · {cause}")
         if "step" in divergence:
             where = parameters_text(divergence.get("parameters"), limit=1)
             suffix = f" ({where})" if where else ""
             return one_line(
-                f"not reproducible · first divergence at step {divergence['step']}{suffix}"
+                f"not reproducible · first divergence at step {divergence['step']}"
+                f"{rank_text(comparison)}{suffix}"
             )
         artifacts = as_list(comparison.get("artifacts"))
         differing = [a for a in artifacts if as_mapping(a).get("status") == "different"]
@@ -73,7 +92,12 @@ def summary_markdown(manifest: Mapping[str, Any]) -> str:
 
 def details_markdown(manifest: Mapping[str, Any]) -> str:
     """The check-run `text`: runs, cost figures and tensor-level differences."""
-    parts = [runs_table(manifest), cost_details(manifest), tensor_details(manifest)]
+    parts = [
+        runs_table(manifest),
+        cost_details(manifest),
+        tensor_details(manifest),
+        ignored_details(manifest),
+    ]
     return truncate("\n\n".join(p for p in parts if p) + "\n", CHECK_TEXT_LIMIT)
 
 
@@ -93,10 +117,8 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
     table = "| | |\n|---|---|\n" + "\n".join(f"| {k} | {cell(v)} |" for k, v in rows)
     details = "\n\n".join(p for p in evidence(manifest) if p)
     marker = comment_marker(gate)
-    body = (
-        f"{_heading(manifest)}\n\n{table}\n\n"
-        f"<details><summary>Details</summary>\n\n{details.strip()}\n\n</details>\n"
-    )
+    folded = f"<details><summary>Details</summary>\n\n{details.strip()}\n\n</details>\n"
+    body = "\n\n".join(p for p in (_heading(manifest), _why(manifest), table, folded) if p)
     return truncate(body, COMMENT_LIMIT - len(marker) - 2) + "\n" + marker + "\n"
 
 
@@ -131,11 +153,22 @@ def _verdict_line(manifest: Mapping[str, Any]) -> str:
 
 
 def _divergence_cell(manifest: Mapping[str, Any]) -> str:
-    divergence = as_mapping(as_mapping(manifest.get("comparison")).get("first_divergence"))
+    comparison = as_mapping(manifest.get("comparison"))
+    divergence = as_mapping(comparison.get("first_divergence"))
     if "step" not in divergence:
         return "none"
     where = parameters_text(divergence.get("parameters"), limit=3)
-    return f"step {divergence['step']}" + (f" ({where})" if where else "")
+    step = f"step {divergence['step']}{rank_text(comparison)}"
+    return step + (f" ({where})" if where else "")
+
+
+def _why(manifest: Mapping[str, Any]) -> str:
+    """The cause of the first divergence in one sentence, in view above the comment's table."""
+    comparison = as_mapping(manifest.get("comparison"))
+    divergence = as_mapping(comparison.get("first_divergence"))
+    if not headline(divergence, multi_rank(comparison)):
+        return ""  # no cause classified (an older manifest): the table says where, as before
+    return f"**Why:** {explain(divergence, multi_rank(comparison))}"
 
 
 def _artifact_counts(manifest: Mapping[str, Any]) -> str:

@@ -1,4 +1,5 @@
-"""The check-run details: the runs, the determinism cost's figures, tensor-level differences."""
+"""The check-run details: the runs, the determinism cost's figures, tensor-level differences
+and the fields `compare.ignore` left out."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from repro_gate.render.markdown_text import (
     as_list,
     as_mapping,
     cell,
+    more_text,
     number_text,
     one_line,
     seconds,
@@ -76,3 +78,19 @@ def tensor_details(manifest: Mapping[str, Any]) -> str:
             + "\n".join(rows)
         )
     return "\n\n".join(sections)
+
+
+def ignored_details(manifest: Mapping[str, Any]) -> str:
+    """Every field `compare.ignore` left out of an artifact, and whether it differed."""
+    rows = []
+    for artifact in as_list(as_mapping(manifest.get("comparison")).get("artifacts")):
+        path = cell(as_mapping(artifact).get("path", "?"))
+        for field in map(as_mapping, as_list(as_mapping(artifact).get("ignored"))):
+            differs = "yes" if field.get("differs") else "no"
+            rows.append(f"| `{path}` | `{cell(field.get('key', '?'))}` | {differs} |")
+    if not rows:
+        return ""
+    return (
+        "**Fields not compared (`compare.ignore`)**\n\n| Artifact | Field | Differs |\n"
+        "|---|---|---|\n" + "\n".join(rows[:TABLE_ROWS]) + more_text(len(rows), "fields")
+    )

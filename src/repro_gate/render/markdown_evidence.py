@@ -1,6 +1,7 @@
 """The evidence sections of the summary and the PR comment, after the verdict.
 
-Reasons, the first divergence, the artifacts and nondeterministic-ops tables, and the optional
+Reasons, the first divergence (rank, and the evidence behind its cause), the artifacts table
+(with the fields `compare.ignore` left out), the nondeterministic-ops table, and the optional
 `fingerprint`, `checklist` and `environment_diff` sections, each folded under its heading.
 """
 
@@ -12,6 +13,7 @@ from typing import Any
 
 from repro_gate.compare.structured import is_number
 from repro_gate.fingerprint import diff_lines
+from repro_gate.render.diagnosis import facts
 from repro_gate.render.markdown_text import (
     TABLE_ROWS,
     as_list,
@@ -20,6 +22,7 @@ from repro_gate.render.markdown_text import (
     more_text,
     one_line,
     parameters_text,
+    rank_text,
     short,
 )
 from repro_gate.workspace import repository_path, workspace_root
@@ -33,6 +36,8 @@ STATUS_ICONS = {
     "not_compared": "⏭️",
 }
 CHECK_ICONS = {"pass": "✅", "warn": "⚠️", "fail": "❌", "deferred": "⏭️"}
+REASON_CHARACTERS = 400  # a reason's sentence names the cause and its fix: keep it whole
+IGNORED_SHOWN = 4  # field names in an artifact's Detail cell
 
 
 def evidence(manifest: Mapping[str, Any]) -> list[str]:
@@ -59,15 +64,19 @@ def evidence(manifest: Mapping[str, Any]) -> list[str]:
 
 def _reasons(manifest: Mapping[str, Any]) -> str:
     reasons = [as_mapping(r) for r in as_list(manifest.get("reasons"))]
-    lines = [f"- `{r.get('code', '?')}`: {one_line(str(r.get('message', '')))}" for r in reasons]
+    lines = [
+        f"- `{r.get('code', '?')}`: {one_line(str(r.get('message', '')), REASON_CHARACTERS)}"
+        for r in reasons
+    ]
     return "**Reasons**\n\n" + "\n".join(lines) if lines else ""
 
 
 def _divergence(manifest: Mapping[str, Any]) -> str:
-    divergence = as_mapping(as_mapping(manifest.get("comparison")).get("first_divergence"))
+    comparison = as_mapping(manifest.get("comparison"))
+    divergence = as_mapping(comparison.get("first_divergence"))
     if "step" not in divergence:
         return ""
-    text = f"**First divergence:** step {divergence['step']}"
+    text = f"**First divergence:** step {divergence['step']}{rank_text(comparison)}"
     parameters = parameters_text(divergence.get("parameters"), limit=10)
     if parameters:
         text += f", parameters {parameters}"
@@ -76,7 +85,19 @@ def _divergence(manifest: Mapping[str, Any]) -> str:
         text += f" (runs `{runs[0]}` and `{runs[1]}`)"
     if divergence.get("loss_differs") is True:
         text += "; the loss differs too"
-    return text
+    return text + _cause(divergence)
+
+
+def _cause(divergence: Mapping[str, Any]) -> str:
+    """The evidence behind the cause sentence (which is among the reasons), one item a line."""
+    lines = [f"- {label}: {_fact(label, text)}" for label, text in facts(divergence)]
+    return "\n\n" + "\n".join(lines) if lines else ""
+
+
+def _fact(label: str, text: str) -> str:
+    """Names of code (module, op, cause) as code; sentences and name lists as text."""
+    coded = label in ("cause", "module", "nondeterministic op")
+    return f"`{one_line(text)}`" if coded else one_line(text)
 
 
 def _artifacts_table(manifest: Mapping[str, Any]) -> str:
@@ -88,11 +109,15 @@ def _artifacts_table(manifest: Mapping[str, Any]) -> str:
     rows = [
         f"| `{cell(a.get('path', '?'))}` | {a.get('kind', '')} | "
         f"{STATUS_ICONS.get(str(a.get('status')), '')} {a.get('status', '')} | "
-        f"{cell(_artifact_detail(a))} |"
+        f"{cell(_detail_with_ignored(a))} |"
         for a in artifacts[:TABLE_ROWS]
     ]
     tail = more_text(len(artifacts), "artifacts")
     return "| Artifact | Kind | Status | Detail |\n|---|---|---|---|\n" + "\n".join(rows) + tail
+
+
+def _detail_with_ignored(artifact: Mapping[str, Any]) -> str:
+    return "; ".join(p for p in (_artifact_detail(artifact), _ignored_text(artifact)) if p)
 
 
 def _artifact_detail(artifact: Mapping[str, Any]) -> str:
@@ -111,6 +136,17 @@ def _artifact_detail(artifact: Mapping[str, Any]) -> str:
             f": {', '.join(differing_keys[:3])}" if differing_keys else ""
         )
     return str(artifact.get("note", ""))
+
+
+def _ignored_text(artifact: Mapping[str, Any]) -> str:
+    """`; not compared: finished_at (differs), host` for the fields `compare.ignore` left out."""
+    fields = [as_mapping(f) for f in as_list(artifact.get("ignored"))]
+    if not fields:
+        return ""
+    names = [f"{f.get('key')} (differs)" if f.get("differs") else str(f.get("key"))
+             for f in fields[:IGNORED_SHOWN]]
+    more = f" +{len(fields) - IGNORED_SHOWN} more" if len(fields) > IGNORED_SHOWN else ""
+    return f"not compared: {', '.join(names)}{more}"
 
 
 def _ops_table(manifest: Mapping[str, Any]) -> str:

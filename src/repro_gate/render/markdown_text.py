@@ -28,6 +28,18 @@ def parameters_text(parameters: Any, limit: int) -> str:
     return shown + (f" +{len(names) - limit} more" if len(names) > limit else "")
 
 
+def multi_rank(comparison: Mapping[str, Any]) -> bool:
+    """True when the trajectories of more than one rank were compared."""
+    ranks = as_mapping(comparison.get("trajectory")).get("ranks")
+    return is_number(ranks) and ranks > 1
+
+
+def rank_text(comparison: Mapping[str, Any]) -> str:
+    """` on rank 1` for the first divergence of a multi-rank run; empty otherwise."""
+    rank = as_mapping(comparison.get("first_divergence")).get("rank")
+    return f" on rank {rank}" if multi_rank(comparison) and is_number(rank) else ""
+
+
 def short(value: Any, limit: int = 80) -> str:
     """`value` as text of at most `limit` characters; `n/a` for None."""
     text = "n/a" if value is None else str(value)

@@ -6,14 +6,15 @@ import os
 import re
 import sysconfig
 import warnings
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from types import FrameType, TracebackType
 from typing import Any
 
 KIND_OP = "nondeterministic_op"
 KIND_DEFAULT = "nondeterministic_default"
 KIND_STRICT = "strict_error"
+MAX_STEPS = 20  # steps listed per alert: enough to place it at the first divergent step
 
 _WARN_ONLY = re.compile(
     r"(\S+) does not have a deterministic implementation, but you set "
@@ -47,6 +48,13 @@ class Alert:
     kind: str
     message: str
     count: int = 0
+    steps: list[int] = field(default_factory=list)  # the first MAX_STEPS steps it ran in
+
+    def note(self, step: int) -> None:
+        """One more occurrence, during optimizer step `step` (the step in progress)."""
+        self.count += 1
+        if len(self.steps) < MAX_STEPS and step not in self.steps:
+            self.steps.append(step)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -56,6 +64,7 @@ class Alert:
             "count": self.count,
             "kind": self.kind,
             "message": self.message,
+            "steps": self.steps,
         }
 
 
@@ -130,8 +139,9 @@ class UserFrames:
 class AlertRecorder:
     """One process's alerts, counted per op, place in the user's code and kind."""
 
-    def __init__(self, excluded_dirs: Iterable[str]) -> None:
+    def __init__(self, excluded_dirs: Iterable[str], current_step: Callable[[], int]) -> None:
         self.user_frames = UserFrames(excluded_dirs)
+        self._current_step = current_step
         self._alerts: dict[tuple[str, str, int, str], Alert] = {}
         self._shown_sites: set[tuple[str, str, int]] = set()
 
@@ -175,4 +185,4 @@ class AlertRecorder:
         alert = self._alerts.get(key)
         if alert is None:
             alert = self._alerts[key] = Alert(op, file, line, kind, message)
-        alert.count += 1
+        alert.note(self._current_step())

@@ -25,8 +25,14 @@ additions and is the same on every device. Guarantees, for a tensor of fewer tha
 - Other swaps change the digest unless a specific linear relation modulo 2**64 holds between the
   two values and their positions (it does not for almost all pairs); this is not guaranteed.
 
-On CPU the row sums are one integer matrix product (a single pass over the tensor's memory, on
-one thread); on other devices, where integer matmul is unavailable, a multiply and a row sum.
+That is the *ordered* digest, for what can differ by order alone: the input batch (shuffled
+samples) and module outputs. Parameters and gradients differ by value (a reduction in another
+order changes low bits, never only places), and the *value* digest drops the column weights
+(w_c = 1): S_r is a plain row sum, which torch computes on all its threads at memory speed,
+where the integer matrix product runs on one thread at a fraction of that. The first two
+guarantees hold for it too (any single element's change; any swap between rows that differ in
+bits); swaps within a row of 256 are not detected. On CPU the ordered row sums are one integer
+matrix product; on other devices, where integer matmul is unavailable, a multiply and a row sum.
 """
 
 from __future__ import annotations
@@ -96,43 +102,88 @@ def _row_sums_matmul(rows: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     return torch.mm(rows, weights.view(-1, 1)).view(-1).to(torch.int64)
 
 
+def _row_sums_plain(rows: torch.Tensor) -> torch.Tensor:
+    """S_r with w_c = 1 (the value digest), as int64; wraps modulo 2**b, on any device."""
+    return rows.sum(1, dtype=rows.dtype).to(torch.int64)
+
+
 def _row_sums_elementwise(rows: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """S_r as int64, by a wrapping multiply and a row sum in the b-bit type (any device)."""
     return torch.mul(rows, weights).sum(1, dtype=rows.dtype).to(torch.int64)
 
 
-def _device_sum(tensor: torch.Tensor) -> torch.Tensor:
+def _row_sums(rows: torch.Tensor, weights: torch.Tensor, ordered: bool) -> torch.Tensor:
+    if not ordered:
+        return _row_sums_plain(rows)
+    if rows.device.type == "cpu":
+        return _row_sums_matmul(rows, weights)
+    return _row_sums_elementwise(rows, weights)
+
+
+def _device_sum(tensor: torch.Tensor, ordered: bool) -> torch.Tensor:
     """D for one tensor, as a 0-dim int64 tensor on its device (no host sync)."""
     ints = _as_integers(tensor)
     device = ints.device
     weights = _column_weights(device, ints.dtype)
-    row_sums = _row_sums_matmul if device.type == "cpu" else _row_sums_elementwise
     full_rows, tail = divmod(ints.numel(), ROW_ELEMENTS)
     row_weights = _row_weights(device, full_rows + 1)
     total = torch.zeros((), dtype=torch.int64, device=device)
     if full_rows:
         matrix = ints[: full_rows * ROW_ELEMENTS].view(full_rows, ROW_ELEMENTS)
-        total += torch.mul(row_sums(matrix, weights), row_weights[:full_rows]).sum()
+        total += torch.mul(_row_sums(matrix, weights, ordered), row_weights[:full_rows]).sum()
     if tail:
         last = ints[full_rows * ROW_ELEMENTS :].view(1, tail)
-        total += row_sums(last, weights[:tail])[0] * row_weights[full_rows]
+        total += _row_sums(last, weights[:tail], ordered)[0] * row_weights[full_rows]
     return total
 
 
-def digest_tensors(tensors: list[Any]) -> list[str]:
+class PendingDigests:
+    """Digests whose device work is queued (on CPU: done) but not yet read back to the host.
+
+    Reading back is what makes the host wait for an accelerator, so a step's digests (gradients
+    before the update, parameters after it, inputs) are all read in one transfer per device.
+    """
+
+    def __init__(self, tensors: list[Any], ordered: bool) -> None:
+        self.salts = [None if t is None else _salt(t) for t in tensors]
+        self.sums = [None if t is None else _device_sum(t, ordered) for t in tensors]
+
+
+def start_digests(tensors: list[Any], *, ordered: bool) -> PendingDigests:
+    """Queue the ordered or value digests of `tensors` (None stays None)."""
+    return PendingDigests(tensors, ordered)
+
+
+def finish_digests(*pending: PendingDigests) -> list[list[str | None]]:
+    """The 16-hex-digit digests of each pending batch, with one host transfer per device."""
+    by_device: dict[torch.device, list[torch.Tensor]] = {}
+    for batch in pending:
+        for value in batch.sums:
+            if value is not None:
+                by_device.setdefault(value.device, []).append(value)
+    read: dict[int, int] = {}
+    for values in by_device.values():
+        for value, number in zip(values, torch.stack(values).tolist(), strict=True):
+            read[id(value)] = number
+    return [
+        [None if value is None else f"{_mix64(read[id(value)] + salt):016x}"  # type: ignore[operator]
+         for value, salt in zip(batch.sums, batch.salts, strict=True)]
+        for batch in pending
+    ]
+
+
+def digest_tensors(tensors: list[Any], *, ordered: bool = True) -> list[str]:
     """One 16-hex-digit digest per tensor, with one host transfer per device."""
-    sums: list[int | None] = [None] * len(tensors)
-    by_device: dict[torch.device, list[int]] = {}
-    for index, tensor in enumerate(tensors):
-        by_device.setdefault(tensor.device, []).append(index)
-    for indices in by_device.values():
-        values = torch.stack([_device_sum(tensors[i]) for i in indices]).tolist()
-        for position, index in enumerate(indices):
-            sums[index] = values[position]
-    digests = []
-    for index, tensor in enumerate(tensors):
-        value = sums[index]
-        assert value is not None
-        salt = tensor.numel() * 0x9E3779B97F4A7C15 + tensor.element_size()
-        digests.append(f"{_mix64(value + salt):016x}")
-    return digests
+    return [d for d in finish_digests(start_digests(tensors, ordered=ordered))[0] if d is not None]
+
+
+def combine_digests(digests: list[str]) -> str:
+    """One digest of a sequence of digests, order-sensitive (the tensors of a step's inputs)."""
+    value = len(digests)
+    for digest in digests:
+        value = _mix64(value * _ROW_WEIGHT_MULTIPLIER + int(digest, 16))
+    return f"{value:016x}"
+
+
+def _salt(tensor: torch.Tensor) -> int:
+    return tensor.numel() * 0x9E3779B97F4A7C15 + tensor.element_size()

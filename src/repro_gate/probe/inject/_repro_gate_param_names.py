@@ -5,13 +5,17 @@ from __future__ import annotations
 import importlib
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
+
+RootCall = Callable[[Any, Any, Any], None]
 
 
 class ParameterNames:
     """Names parameters as their model does (`layer.weight`), in model order."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_root_call: RootCall | None = None) -> None:
+        self._on_root_call = on_root_call  # (module, args, kwargs) when a root's call ends
         self._roots: list[weakref.ref[Any]] = []
         self._root_ids: set[int] = set()
         self._forward_state = threading.local()
@@ -26,7 +30,9 @@ class ParameterNames:
             hooks = importlib.import_module("torch.nn.modules.module")
             self._forward_hooks = [
                 hooks.register_module_forward_pre_hook(self._on_forward_pre),
-                hooks.register_module_forward_hook(self._on_forward_post, always_call=True),
+                hooks.register_module_forward_hook(
+                    self._on_forward_post, with_kwargs=True, always_call=True
+                ),
             ]
         elif not on:
             for handle in self._forward_hooks:
@@ -43,8 +49,12 @@ class ParameterNames:
                 self._roots.append(weakref.ref(module))
                 self._root_ids.add(id(module))
 
-    def _on_forward_post(self, module: Any, args: Any, output: Any) -> None:
-        self._forward_state.depth = max(0, getattr(self._forward_state, "depth", 1) - 1)
+    def _on_forward_post(self, module: Any, args: Any, *kwargs_and_output: Any) -> None:
+        # (kwargs, output) after a call; only (output) when the forward raised (always_call).
+        depth = max(0, getattr(self._forward_state, "depth", 1) - 1)
+        self._forward_state.depth = depth
+        if depth == 0 and len(kwargs_and_output) == 2 and self._on_root_call is not None:
+            self._on_root_call(module, args, kwargs_and_output[0])
 
     def named_parameters(self, optimizer: Any) -> tuple[list[tuple[str, Any]], bool]:
         """The optimizer's parameters with their model names, in model order; and whether all

@@ -11,24 +11,29 @@ DataLoader workers and a `prep.py` before the training take no step and write no
 first process of the run (the owner) also writes status.json from the start, so that a run that
 never steps has a status; it leaves rank 0's files alone once another process took them over.
 
-- trajectory.jsonl: one line per optimizer step: parameter digests and the loss's exact bits.
-  "time" is the wall time since the previous step's line was written; for the first step, since
-  torch finished importing.
+- trajectory.jsonl: one line per optimizer step, the evidence for the cause of a divergence:
+  digests of the model's input batch ("inputs"), the loss's exact bits, digests of the gradients
+  just before the optimizer step ("grads", an optimizer step pre-hook) and of the parameters
+  after it ("params"); the first line also has the parameters before the first step ("init").
+  "time" is the wall time since the previous step's line was written (for the first step, since
+  torch finished importing), less the probe's own time in the pre-hook.
 - alerts.json: nondeterministic-op warnings and strict-mode errors, per user source line.
 - status.json and fingerprint.json, written when the process finishes or the probe stops it.
 
 Only the standard library is imported here until torch or numpy is imported by the user. The
 probe's other modules, all in this directory and named `_repro_gate_*`:
 
-- _repro_gate_contract: the variables and file names shared with the gate.
-- _repro_gate_import_watch: the hook that calls back when torch or numpy is imported.
-- _repro_gate_patches: the wrappers around backward, warnings and the exception hooks.
-- _repro_gate_param_names: model names for the optimizer's parameters.
+- _repro_gate_contract: the variables and file names shared with the gate; _repro_gate_files:
+  reading variables, writing JSON files atomically; _repro_gate_import_watch: the hook that
+  calls back when torch or numpy is imported; _repro_gate_patches: the wrappers around backward,
+  warnings and the exception hooks; _repro_gate_param_names: the model's names for parameters.
 - _repro_gate_ranks: the process's rank and world size, and its reference trajectory's path.
 - _repro_gate_trajectory: writing trajectory.jsonl and matching a reference trajectory (the
   reference variable names run A's probe directory, or, from earlier gates, its rank 0 file).
-- _repro_gate_digest (needs torch), _repro_gate_alerts, _repro_gate_fingerprint: imported once
-  torch is.
+- Imported once torch is: _repro_gate_steps (one step's record), _repro_gate_step_inputs (the
+  input batch), _repro_gate_digest, _repro_gate_alerts, _repro_gate_fingerprint; and for the
+  localisation run only, _repro_gate_localise and _repro_gate_rerun (each module call of the
+  divergent step run again from the state it started in).
 """
 
 from __future__ import annotations
@@ -36,7 +41,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib
-import json
 import os
 import random
 import sys
@@ -48,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 from _repro_gate_contract import (
     ALERTS_FILE,
     ENV_DETERMINISM,
+    ENV_LOCALISE_STEP,
     ENV_MAX_STEPS,
     ENV_MODE,
     ENV_OWNER_PID,
@@ -61,6 +66,7 @@ from _repro_gate_contract import (
     TRAJECTORY_FILE,
     rank_file,
 )
+from _repro_gate_files import int_env, read_json, write_json
 from _repro_gate_import_watch import ImportWatcher
 from _repro_gate_param_names import ParameterNames
 from _repro_gate_patches import chain_excepthooks, wrap_backward, wrap_showwarnmsg
@@ -69,6 +75,8 @@ from _repro_gate_trajectory import ReferenceTrajectory, TrajectoryWriter
 
 if TYPE_CHECKING:
     from _repro_gate_alerts import AlertRecorder
+    from _repro_gate_step_inputs import StepInputs
+    from _repro_gate_steps import StepEvidence
 
 MAX_ERRORS = 20
 _PROBE_DIR = os.path.dirname(os.path.realpath(__file__))
@@ -104,8 +112,8 @@ class Probe:
         self.errors: list[str] = []
         self.mode = os.environ.get(ENV_MODE) or "default"
         self.strict = os.environ.get(ENV_DETERMINISM) == "strict"
-        self.seed: int = self._int_env(ENV_SEED, 0) or 0
-        self.max_steps = self._int_env(ENV_MAX_STEPS, None)
+        self.seed: int = int_env(ENV_SEED, 0, self._error) or 0
+        self.max_steps = int_env(ENV_MAX_STEPS, None, self._error)
         if self.mode not in ("deterministic", "default"):
             self._error(f"unknown {ENV_MODE} {self.mode!r}: observing only")
         self.steps = 0
@@ -116,7 +124,9 @@ class Probe:
         self._alerts: AlertRecorder | None = None  # set once torch is imported
         self._trajectory: TrajectoryWriter | None = None  # set at the first step
         self._reference: ReferenceTrajectory | None = None
-        self._param_names = ParameterNames()
+        self._param_names = ParameterNames(self._on_root_call)
+        self._inputs: StepInputs | None = None  # set once torch is imported
+        self._before_step: StepEvidence | None = None  # set by the optimizer step pre-hook
         self._torch: Any = None
         self._fingerprint: Any = None
 
@@ -137,7 +147,7 @@ class Probe:
             return True
         if not self.owner:
             return False
-        status = self._read_json(STATUS_FILE)
+        status = read_json(os.path.join(self.out_dir, STATUS_FILE))
         return not isinstance(status, dict) or status.get("pid") in (None, self.pid)
 
     # ----- start-up -------------------------------------------------------------------------
@@ -207,14 +217,23 @@ class Probe:
 
     def _install_torch_hooks(self, torch: Any) -> None:
         from _repro_gate_alerts import WARNING_PATTERN, AlertRecorder
+        from _repro_gate_step_inputs import StepInputs
 
-        self._alerts = AlertRecorder([os.path.dirname(torch.__file__), _PROBE_DIR])
+        self._alerts = AlertRecorder(
+            [os.path.dirname(torch.__file__), _PROBE_DIR], lambda: self.steps + 1
+        )
+        self._inputs = StepInputs(torch, self._error)
         warnings.filterwarnings("always", message=WARNING_PATTERN, category=UserWarning)
         wrap_showwarnmsg(self._on_warning, self._error)
         wrap_backward(torch, self._note_loss)
         optimizers = importlib.import_module("torch.optim.optimizer")
+        optimizers.register_optimizer_step_pre_hook(self._before_optimizer_step)
         optimizers.register_optimizer_step_post_hook(self._on_optimizer_step)
         self._param_names.watch_forward(True)
+        if os.environ.get(ENV_LOCALISE_STEP):
+            from _repro_gate_localise import install as install_localiser
+
+            install_localiser(torch, self.out_dir, self._error)
 
     def _import_fingerprint(self) -> Any:
         try:
@@ -260,20 +279,33 @@ class Probe:
             self._stop("max_steps")
         self.last_step_end = time.perf_counter()
 
+    def _on_root_call(self, module: Any, args: Any, kwargs: Any) -> None:
+        if self._inputs is not None and self._is_mine():
+            self._inputs.on_root_call(module, args, kwargs)
+
+    def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        if not self._is_mine() or self.stopped:
+            return
+        from _repro_gate_steps import evidence_before_step
+        started = time.perf_counter()
+        try:
+            named, _ = self._param_names.named_parameters(optimizer)
+            self._before_step = evidence_before_step(optimizer, named, first=self.steps == 0)
+        except Exception as error:
+            self._error(f"recording gradients at step {self.steps + 1}: {error!r}")
+            self._before_step = None
+        self.last_step_end += time.perf_counter() - started  # the probe's time is not the step's
+
     def _record_step(self, optimizer: Any) -> dict[str, Any]:
-        from _repro_gate_digest import digest_tensors
+        from _repro_gate_steps import step_digests
 
         elapsed = time.perf_counter() - self.last_step_end
         named, complete = self._param_names.named_parameters(optimizer)
         self._param_names.watch_forward(not complete)
-        digests = digest_tensors([param for _, param in named])
+        before, self._before_step = self._before_step, None
+        record = {"step": self.steps + 1, "time": elapsed, "loss": self._loss_bits()}
+        record.update(step_digests(optimizer, named, before, self._inputs))
         self.steps += 1
-        record = {
-            "step": self.steps,
-            "time": elapsed,
-            "loss": self._loss_bits(),
-            "params": {name: digests[i] for i, (name, _) in enumerate(named)},
-        }
         if self._trajectory is not None:
             self._trajectory.append(record)
         return record
@@ -360,31 +392,9 @@ class Probe:
             },
         )
 
-    def _read_json(self, name: str) -> Any:
-        try:
-            with open(os.path.join(self.out_dir, name), encoding="utf-8") as handle:
-                return json.load(handle)
-        except (OSError, ValueError):
-            return None
-
     def _write_json(self, name: str, value: Any) -> None:
-        path = os.path.join(self.out_dir, rank_file(name, self.rank))
-        temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(value, handle, indent=1)
-            handle.write("\n")
-        os.replace(temporary, path)
+        write_json(os.path.join(self.out_dir, rank_file(name, self.rank)), value)
 
     def _error(self, text: str) -> None:
         if len(self.errors) < MAX_ERRORS and text not in self.errors:
             self.errors.append(text)
-
-    def _int_env(self, name: str, default: int | None) -> int | None:
-        value = os.environ.get(name)
-        if not value:
-            return default
-        try:
-            return int(value)
-        except ValueError:
-            self._error(f"{name}={value!r} is not an integer; using {default}")
-            return default

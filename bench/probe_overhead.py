@@ -1,12 +1,22 @@
 """Per-step cost of the repro-gate probe on a model of more than 10M parameters.
 
-Runs the same training (a 10.5M-parameter MLP, Adam, batch 256 by default) in fresh processes
-without and with the probe (default mode: it only observes), interleaved, several times, and
-prints as JSON the medians of the mean step times, the time of the probe's step record (digests
-of gradients, parameters and the input batch) and, as the reference in the same process, of the
-earlier probe's record (ordered digests of the parameters only), measured in the worker after
-training, and the machine's load average.
+Runs the same training (a 10.5M-parameter MLP, Adam, batch 256 by default; with --layers N, a
+stack of N Linear(512, 512) layers instead, 2N parameter tensors) in fresh processes without and
+with the probe (default mode: it only observes), interleaved, several times, and prints as JSON
+the medians of the mean step times and, measured in the worker after training, on its model:
+
+- record_seconds: the probe's step record as it takes it (gradients before the update,
+  parameters after it, the input batch, the loss; on CPU, large tensors sampled 1 row in K);
+- record_seconds_by_every: the same with 1 row in k sampled, for k = 1 (whole), 2, 4, 8, 16:
+  what K is chosen from (see docs/performance.md);
+- params_only_seconds: as the reference in the same process, the earlier probe's record (the
+  parameters' ordered digests only, whole);
+
+and the machine's load average. On a GPU (--device cuda) the record is timed with the device
+synchronised after the last call, so its device time counts, and host_seconds is the time the
+hooks themselves take on the host (they never wait for the device).
 Usage: python bench/probe_overhead.py [--repeats 5] [--steps 20] [--batch-size 256]
+       [--device cpu|cuda] [--layers N]
 """
 
 from __future__ import annotations
@@ -19,88 +29,121 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 INJECT_DIR = Path(__file__).resolve().parents[1] / "src" / "repro_gate" / "probe" / "inject"
 WARMUP_STEPS = 3
 WIDTH = 1024
 HIDDEN = 4608
+DEEP_WIDTH = 512
+EVERY = (1, 2, 4, 8, 16)
 MODEL = f"MLP {WIDTH}-{HIDDEN}-{WIDTH}-{WIDTH}-1 (Linear+ReLU), fp32, Adam lr 1e-4, MSE loss"
 
 
-def worker(steps: int, batch_size: int) -> None:
+def build_model(layers: int) -> Any:
+    from torch import nn
+
+    if layers:
+        blocks = [module for _ in range(layers)
+                  for module in (nn.Linear(DEEP_WIDTH, DEEP_WIDTH), nn.ReLU())]
+        return nn.Sequential(*blocks, nn.Linear(DEEP_WIDTH, 1))
+    return nn.Sequential(
+        nn.Linear(WIDTH, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, WIDTH), nn.ReLU(),
+        nn.Linear(WIDTH, WIDTH), nn.ReLU(), nn.Linear(WIDTH, 1),
+    )
+
+
+def worker(steps: int, batch_size: int, device: str, layers: int) -> None:
     """Train the model and print the mean seconds per step (the probe is active if injected)."""
     import torch
     from torch import nn
 
-    model = nn.Sequential(
-        nn.Linear(WIDTH, HIDDEN),
-        nn.ReLU(),
-        nn.Linear(HIDDEN, WIDTH),
-        nn.ReLU(),
-        nn.Linear(WIDTH, WIDTH),
-        nn.ReLU(),
-        nn.Linear(WIDTH, 1),
-    )
+    model = build_model(layers).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-    data = torch.randn(batch_size, WIDTH)
-    target = torch.randn(batch_size, 1)
+    data = torch.randn(batch_size, DEEP_WIDTH if layers else WIDTH, device=device)
+    target = torch.randn(batch_size, 1, device=device)
     started = 0.0
+    loss = None
     for step in range(WARMUP_STEPS + steps):
         if step == WARMUP_STEPS:
+            _synchronize(torch, device)
             started = time.perf_counter()
         loss = nn.functional.mse_loss(model(data), target)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
+    _synchronize(torch, device)
     step_seconds = (time.perf_counter() - started) / steps
     # The probe's recordings alone, in this process, on the trained model (its gradients are
     # still there): measured without noise from the other process.
     sys.path.insert(0, str(INJECT_DIR))
     from _repro_gate_digest import finish_digests, start_digests
-    from _repro_gate_steps import evidence_before_step, step_digests
 
     named = list(model.named_parameters())
-    batch = [data]
 
-    def today() -> None:  # the earlier probe: the parameters' ordered digests only
+    def params_only() -> None:  # the earlier probe: the parameters' ordered digests only
         finish_digests(start_digests([param for _, param in named], ordered=True))
 
-    def record() -> None:  # the whole record: gradients, parameters, inputs (first step: init)
-        before = evidence_before_step(optimizer, named, first=False)
-        inputs = _Inputs(batch)
-        step_digests(optimizer, named, before, inputs)  # type: ignore[arg-type]
-
+    by_every = {every: _record_timer(optimizer, named, data, loss, every) for every in EVERY}
+    record = _record_timer(optimizer, named, data, loss, None)
     print(json.dumps({
         "params": sum(p.numel() for p in model.parameters()),
+        "tensors": len(named),
         "step_seconds": step_seconds,
-        "params_only_seconds": _time_per_call(today, steps),
-        "record_seconds": _time_per_call(record, steps),
+        "params_only_seconds": _time_per_call(params_only, steps, torch, device),
+        "record_seconds": _time_per_call(record, steps, torch, device),
+        "host_seconds": _time_per_call(record, steps, torch, device, wait=False),
+        "record_seconds_by_every": {
+            str(every): _time_per_call(timer, steps, torch, device)
+            for every, timer in by_every.items()
+        },
         "threads": torch.get_num_threads(),
     }))
 
 
-class _Inputs:
-    """The step's input batch, as the probe's StepInputs hands it over."""
+def _record_timer(optimizer: Any, named: list, data: Any, loss: Any,
+                  every: int | None) -> Callable[[], None]:
+    """One step's record, as the probe's hooks take it (K as the probe has it when None)."""
+    from _repro_gate_digest import start_digests
+    from _repro_gate_steps import StepRecorder
 
-    def __init__(self, tensors: list) -> None:
-        from _repro_gate_digest import start_digests
+    class BatchInputs:  # the input batch, digested at each call as the model's pre-hook does
+        def take(self) -> list:
+            return [start_digests([data], ordered=True)]
 
-        self._pending = [start_digests(tensors, ordered=True)]
+    recorder = StepRecorder(BatchInputs()) if every is None else StepRecorder(BatchInputs(), every)
+    counter = [0]
 
-    def take(self) -> list:
-        return self._pending
+    def record() -> None:
+        counter[0] += 1
+        recorder.before_step(optimizer, named, counter[0])
+        header = {"step": counter[0], "time": 0.0}
+        recorder.after_step(optimizer, named, header, loss)
+
+    return record
 
 
-def _time_per_call(function, calls: int) -> float:
+def _synchronize(torch: Any, device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _time_per_call(function: Callable[[], None], calls: int, torch: Any, device: str,
+                   wait: bool = True) -> float:
+    """Mean seconds per call, the device's queued work included unless not `wait`."""
     function()
+    _synchronize(torch, device)
     started = time.perf_counter()
     for _ in range(calls):
         function()
+    if wait:
+        _synchronize(torch, device)
     return (time.perf_counter() - started) / calls
 
 
-def measure(with_probe: bool, steps: int, batch_size: int, run_dir: str) -> dict[str, float]:
+def measure(with_probe: bool, args: argparse.Namespace, run_dir: str) -> dict[str, Any]:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     env = {k: v for k, v in env.items() if not k.startswith("REPRO_GATE_")}
@@ -108,17 +151,55 @@ def measure(with_probe: bool, steps: int, batch_size: int, run_dir: str) -> dict
         env.update(
             PYTHONPATH=str(INJECT_DIR), REPRO_GATE_RUN_DIR=run_dir, REPRO_GATE_MODE="default"
         )
-    command = [
-        sys.executable,
-        __file__,
-        "--worker",
-        "--steps",
-        str(steps),
-        "--batch-size",
-        str(batch_size),
-    ]
+    command = [sys.executable, __file__, "--worker", "--steps", str(args.steps), "--batch-size",
+               str(args.batch_size), "--device", args.device, "--layers", str(args.layers)]
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _pct(part: float, whole: float) -> float:
+    return round(100 * part / whole, 2)
+
+
+def summarise(off: list[dict[str, Any]], on: list[dict[str, Any]],
+              args: argparse.Namespace, load_before: tuple[float, ...]) -> dict[str, Any]:
+    """The JSON report: medians over the repeats, shares of the probe-off step."""
+    runs = off + on
+    step_off = statistics.median(r["step_seconds"] for r in off)
+    step_on = statistics.median(r["step_seconds"] for r in on)
+
+    def median(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    by_every = {every: statistics.median(r["record_seconds_by_every"][every] for r in runs)
+                for every in runs[0]["record_seconds_by_every"]}
+    return {
+        "model": MODEL if not args.layers else f"{args.layers} x Linear({DEEP_WIDTH}, "
+                 f"{DEEP_WIDTH})+ReLU, Linear({DEEP_WIDTH}, 1), fp32, Adam, MSE loss",
+        "device": args.device, "params": runs[0]["params"], "tensors": runs[0]["tensors"],
+        "batch_size": args.batch_size, "steps_per_run": args.steps, "repeats": args.repeats,
+        "torch_threads": runs[0]["threads"],
+        "step_seconds_off": round(step_off, 6), "step_seconds_on": round(step_on, 6),
+        "overhead_pct": _pct(step_on - step_off, step_off),
+        # Each on-run against the off-run just before it: robust to drifting load.
+        "overhead_pct_paired_median": round(100 * statistics.median(
+            b["step_seconds"] / a["step_seconds"] - 1 for a, b in zip(off, on, strict=True)), 2),
+        "step_seconds_off_runs": [round(r["step_seconds"], 4) for r in off],
+        "step_seconds_on_runs": [round(r["step_seconds"], 4) for r in on],
+        "record_seconds": round(median("record_seconds"), 6),
+        "record_pct": _pct(median("record_seconds"), step_off),
+        "record_pct_runs": [_pct(r["record_seconds"], r["step_seconds"]) for r in off],
+        "host_seconds": round(median("host_seconds"), 6),
+        "record_seconds_by_every": {k: round(v, 6) for k, v in by_every.items()},
+        "record_pct_by_every": {k: _pct(v, step_off) for k, v in by_every.items()},
+        "params_only_seconds": round(median("params_only_seconds"), 6),
+        "params_only_pct": _pct(median("params_only_seconds"), step_off),
+        # Same process, same model: the record against the earlier probe's digest.
+        "record_over_params_only": round(statistics.median(
+            r["record_seconds"] / r["params_only_seconds"] for r in runs), 3),
+        "load_average_before": [round(load, 2) for load in load_before],
+        "load_average_after": [round(load, 2) for load in os.getloadavg()],
+    }
 
 
 def main() -> int:
@@ -126,62 +207,21 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--layers", type=int, default=0, help="a deep model of N layers")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.steps, args.batch_size)
+        worker(args.steps, args.batch_size, args.device, args.layers)
         return 0
-    off: list[float] = []
-    on: list[float] = []
-    today: list[float] = []
-    record: list[float] = []
-    params = 0
-    threads = 0
+    off: list[dict[str, Any]] = []
+    on: list[dict[str, Any]] = []
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as run_dir:
         for _ in range(args.repeats):
-            for with_probe, times in ((False, off), (True, on)):
-                result = measure(with_probe, args.steps, args.batch_size, run_dir)
-                params = int(result["params"])
-                threads = int(result["threads"])
-                times.append(result["step_seconds"])
-                today.append(result["params_only_seconds"])
-                record.append(result["record_seconds"])
-    step_off, step_on = statistics.median(off), statistics.median(on)
-    print(
-        json.dumps(
-            {
-                "model": MODEL,
-                "params": params,
-                "batch_size": args.batch_size,
-                "steps_per_run": args.steps,
-                "repeats": args.repeats,
-                "torch_threads": threads,
-                "step_seconds_off": round(step_off, 6),
-                "step_seconds_on": round(step_on, 6),
-                "overhead_pct": round(100 * (step_on - step_off) / step_off, 2),
-                # Each on-run against the off-run just before it: robust to drifting load.
-                "overhead_pct_paired_median": round(
-                    100 * statistics.median(b / a - 1 for a, b in zip(off, on, strict=True)), 2
-                ),
-                "step_seconds_off_runs": [round(t, 4) for t in off],
-                "step_seconds_on_runs": [round(t, 4) for t in on],
-                "params_only_seconds": round(statistics.median(today), 6),
-                "params_only_pct": round(100 * statistics.median(today) / step_off, 2),
-                "record_seconds": round(statistics.median(record), 6),
-                "record_pct": round(100 * statistics.median(record) / step_off, 2),
-                # Same process, same model: the new record against the earlier probe's digest.
-                "record_over_params_only_runs": [
-                    round(r / t, 3) for r, t in zip(record, today, strict=True)
-                ],
-                "record_over_params_only": round(
-                    statistics.median(r / t for r, t in zip(record, today, strict=True)), 3
-                ),
-                "load_average_before": [round(load, 2) for load in load_before],
-                "load_average_after": [round(load, 2) for load in os.getloadavg()],
-            }
-        )
-    )
+            off.append(measure(False, args, run_dir))
+            on.append(measure(True, args, run_dir))
+    print(json.dumps(summarise(off, on, args, load_before)))
     return 0
 
 

@@ -143,13 +143,18 @@ def test_user_env_reaches_the_training(project: Path) -> None:
         "keys = ['MY_FLAG', 'PYTHONHASHSEED', 'CUBLAS_WORKSPACE_CONFIG', 'REPRO_GATE_MODE']\n"
         "json.dump({k: os.environ.get(k) for k in keys}, open(path, 'w'))\n"
     )
-    result = check(project, "--env", "MY_FLAG=on", "--seed", "7", *script("show_env.py"))
+    result = check(project, "--env", "MY_FLAG=on", "--seed", "7", "--noise-floor",
+                   *script("show_env.py"))
     assert result.exit_code == 0, result.stdout + result.stderr
     runs = {r["name"]: r for r in result.manifest["runs"]}
     assert runs["A"]["artifacts"][0]["path"] == "env.json"
     seen = json.loads((project / "repro-gate-out/runs/A/env.json").read_text())
     assert seen == {"MY_FLAG": "on", "PYTHONHASHSEED": "7", "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
                     "REPRO_GATE_MODE": "deterministic"}
+    # The cost run sets what cannot be switched at run time for both of its arms.
+    cost = json.loads((project / "repro-gate-out/runs/cost/env.json").read_text())
+    assert cost == {"MY_FLAG": "on", "PYTHONHASHSEED": "7", "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
+                    "REPRO_GATE_MODE": "cost"}
     default = json.loads((project / "repro-gate-out/runs/default/env.json").read_text())
     assert default["REPRO_GATE_MODE"] == "default"
     assert default["PYTHONHASHSEED"] == os.environ.get("PYTHONHASHSEED")

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cost_manifests import cost, gate_manifest
 
 from repro_gate.cli.commands.action import GroupedSinks
 from repro_gate.config.overrides import from_action_inputs as overrides_from_inputs
@@ -40,8 +41,8 @@ def manifest(workspace: Path, **changes: Any) -> dict[str, Any]:
             "trajectory": {"steps_compared": 9, "status": "different"},
             "first_divergence": {"step": 7, "parameters": ["fc.weight"], "runs": ["A", "B"]},
         },
-        "cost": {"pct": 12.3456, "basis": "step_median", "det_step_seconds": 0.1,
-                 "default_step_seconds": 0.089},
+        "cost": {"status": "measured", "pct": 12.3456, "ci95_pct": [10.1, 14.6],
+                 "basis": "blocks", "det_step_seconds": 0.1, "default_step_seconds": 0.089},
         "nondeterministic_ops": [
             {"op": "index_add_cuda_", "file": str(workspace / "model.py"), "line": 88, "count": 3,
              "message": "index_add_cuda_ does not have a deterministic implementation"},
@@ -74,6 +75,7 @@ def test_publish_writes_outputs_summary_and_annotations(tmp_path: Path) -> None:
     assert read_outputs(tmp_path / "output") == {
         "verdict": "fail",
         "cost-pct": "12.35",
+        "cost-status": "measured",
         "config-hash": "ab" * 32,
         "manifest-path": str(workspace / "repro-gate-out" / "manifest.json"),
         "first-divergent-step": "7",
@@ -118,8 +120,39 @@ def test_empty_values_for_what_the_run_did_not_measure(tmp_path: Path) -> None:
 
     outputs = github_actions.outputs_for(document, None)
 
-    assert outputs == {"verdict": "error", "cost-pct": "", "config-hash": "",
+    assert outputs == {"verdict": "error", "cost-pct": "", "cost-status": "", "config-hash": "",
                        "manifest-path": "", "first-divergent-step": ""}
+
+
+def test_an_inconclusive_cost_leaves_cost_pct_empty(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    inconclusive = {"status": "inconclusive", "reason": "only 2 block pairs were timed",
+                    "pct": 12.3456, "ci95_pct": [-20.0, 40.0], "basis": "blocks"}
+
+    github_actions.publish(manifest(workspace, cost=inconclusive), actions_env(tmp_path, workspace))
+
+    outputs = read_outputs(tmp_path / "output")
+    assert (outputs["cost-pct"], outputs["cost-status"]) == ("", "inconclusive")
+    assert "12.3" not in (tmp_path / "summary").read_text(encoding="utf-8")
+
+
+def test_a_gate_over_its_cost_budget_says_so_on_the_step(tmp_path: Path) -> None:
+    over = cost(14.2, [12.0, 16.4], budget={"max_pct": 10.0, "status": "over"})
+    document = gate_manifest(over, reproducible=True)
+    environ = actions_env(tmp_path, tmp_path / "ws")
+    stream = io.StringIO()
+
+    github_actions.publish(document, environ, stream=stream)
+
+    outputs = read_outputs(tmp_path / "output")
+    assert (outputs["verdict"], outputs["cost-pct"], outputs["cost-status"]) == (
+        "fail", "14.20", "measured")
+    # `%` is escaped as `%25` in a workflow command; the runner shows `%`.
+    assert stream.getvalue().splitlines() == [
+        "::error title=repro-gate%3A cost of determinism over budget::the cost of determinism,"
+        " +14.2%25 (95%25 interval +12.0%25 to +16.4%25, 6 block pairs), is over the 10%25"
+        " budget: the whole interval lies above it"
+    ]
 
 
 def test_multiline_output_survives_a_value_that_looks_like_a_delimiter(tmp_path: Path) -> None:

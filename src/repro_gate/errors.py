@@ -72,6 +72,10 @@ class ErrorKind(StrEnum):
     NO_ARTIFACTS = "no_artifacts"  # the runs wrote none of the configured artifacts
     NOTHING_TO_COMPARE = "nothing_to_compare"
     CHECKPOINT_UNREADABLE = "checkpoint_unreadable"
+    # upgrading dependencies (`repro-gate upgrade`)
+    LOCKFILE = "lockfile"  # the lockfile is missing, unreadable or not a pinned lock
+    LOCK_UNRESOLVABLE = "lock_unresolvable"  # a candidate lock or a mix of pins does not resolve
+    ENVIRONMENT = "environment"  # an environment could not be built from the pins
     # the gate itself
     CANCELLED = "cancelled"  # interrupted (Ctrl-C, SIGTERM) before a verdict
     LOCKED = "locked"  # another gate is using the output directory or the working directory

@@ -46,7 +46,8 @@ def test_action_declares_what_the_entrypoint_reads_and_writes() -> None:
             "github-token", "pushgateway-url", "baseline", "network"} <= set(action["inputs"])
     assert action["inputs"]["github-token"]["default"] == "${{ github.token }}"
     assert set(action["outputs"]) == {
-        "verdict", "cost-pct", "config-hash", "manifest-path", "first-divergent-step"
+        "verdict", "cost-pct", "cost-status", "config-hash", "manifest-path",
+        "first-divergent-step",
     }
 
 

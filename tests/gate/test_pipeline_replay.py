@@ -101,13 +101,13 @@ def replay(config: Config, launcher: Launcher, publisher: RecordingPublisher) ->
 def test_recorded_equal_runs_pass_and_publishing_comes_after_the_written_verdict(
     tmp_path: Path, reproducible: Recording
 ) -> None:
-    launcher = ReplayLauncher(dict.fromkeys(("A", "B", "default"), reproducible))
+    launcher = ReplayLauncher(dict.fromkeys(("A", "B", "cost"), reproducible))
     publisher = RecordingPublisher()
 
     outcome = replay(gate_config(tmp_path), launcher, publisher)
 
     assert outcome.exit_code == 0
-    assert launcher.started == ["A", "B", "default"]
+    assert launcher.started == ["A", "B", "cost"]
     assert [call for call, _ in publisher.calls] == ["started", "finished"]
     written_before_publishing = publisher.calls[1][1]
     assert written_before_publishing["verdict"] == "pass"
@@ -122,7 +122,7 @@ def test_recorded_equal_runs_pass_and_publishing_comes_after_the_written_verdict
 def test_recorded_divergent_runs_fail_at_the_recorded_step(
     tmp_path: Path, leaky: Recording
 ) -> None:
-    launcher = ReplayLauncher(dict.fromkeys(("A", "B", "default"), leaky))
+    launcher = ReplayLauncher(dict.fromkeys(("A", "B", "cost"), leaky))
 
     outcome = replay(gate_config(tmp_path), launcher, RecordingPublisher())
 

@@ -39,14 +39,18 @@ def rendered(source: str) -> str:
 
 
 def test_titles_say_the_verdict_in_one_line(manifest: dict[str, Any]) -> None:
-    assert markdown.title(passing(manifest)) == "bit-for-bit reproducible · determinism cost +7.4%"
+    assert markdown.title(passing(manifest)) == (
+        "bit-for-bit reproducible · determinism cost +7.4% (95% interval +5.1% to +9.8%)"
+    )
     assert markdown.title(manifest) == (
         "not reproducible · first divergence at step 3 (fc.weight +1 more)"
     )
     tolerant = passing(manifest)
     tolerant["comparison"]["basis"] = "tolerance"
-    tolerant["cost"]["pct"] = -1.25
-    assert markdown.title(tolerant) == "reproducible within tolerance · determinism cost -1.2%"
+    tolerant["cost"]["pct"], tolerant["cost"]["ci95_pct"] = -1.25, [-3.0, 0.5]
+    assert markdown.title(tolerant) == (
+        "reproducible within tolerance · determinism cost -1.2% (95% interval -3.0% to +0.5%)"
+    )
     no_trajectory = copy.deepcopy(manifest)
     no_trajectory["comparison"]["first_divergence"] = None
     assert markdown.title(no_trajectory) == "not reproducible · 2 of 3 artifacts differ"
@@ -75,7 +79,8 @@ def test_comment_is_compact_with_details_folded_and_a_hidden_marker(
     html = rendered(body)
     table = html[html.index("<table>") : html.index("</table>")]
     assert "<td>First divergence</td>\n<td>step 3 (fc.weight, fc.bias)</td>" in table
-    assert "<td>Determinism cost</td>\n<td>+7.4%</td>" in table
+    assert ("<td>Determinism cost</td>\n<td>+7.4% (95% interval +5.1% to +9.8%, 6 block pairs)"
+            "</td>") in table
     assert '<a href="https://x/runs/1">workflow run</a>' in table
     assert html.index("</table>") < html.index("<details><summary>Details</summary>")
     assert body.count("<!-- repro-gate:repro-gate -->") == 1

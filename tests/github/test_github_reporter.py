@@ -125,7 +125,9 @@ def test_status_always_posts_pending_then_final(
         ("pending", "gpu-nightly"),
         ("success", "gpu-nightly"),
     ]
-    assert github.statuses[1]["description"] == "bit-for-bit reproducible · determinism cost +7.4%"
+    assert github.statuses[1]["description"] == (
+        "bit-for-bit reproducible · determinism cost +7.4% (95% interval +5.1% to +9.8%)"
+    )
     (run,) = github.check_runs.values()
     assert (run["name"], run["conclusion"]) == ("gpu-nightly", "success")
     (comment,) = github.comments[PR_NUMBER]

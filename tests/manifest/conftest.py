@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from manifest_docs import load_v2
+from manifest_docs import load_current
 
 
 @pytest.fixture
-def manifest_v2() -> dict[str, Any]:
-    """A failing run's manifest, valid against the current schema (version 2)."""
-    return load_v2()
+def manifest_current() -> dict[str, Any]:
+    """A failing run's manifest, valid against the current schema (version 3)."""
+    return load_current()

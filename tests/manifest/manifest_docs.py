@@ -1,4 +1,5 @@
-"""Manifest documents for the tests: a real-shaped version 2 one, and the version 1 it came from."""
+"""Manifest documents for the tests: a real-shaped current one (version 3), and the versions 2
+and 1 it came from."""
 
 from __future__ import annotations
 
@@ -13,15 +14,28 @@ MANIFEST_FAIL = Path(__file__).parent.parent / "github" / "data" / "manifest-fai
 V1_UNWRITTEN = ("fingerprint", "checklist", "environment_diff", "reporting", "metrics")
 
 
-def load_v2() -> dict[str, Any]:
-    """A failing run's manifest, valid against the current schema (version 2)."""
+def load_current() -> dict[str, Any]:
+    """A failing run's manifest, valid against the current schema (version 3)."""
     return copy.deepcopy(json.loads(MANIFEST_FAIL.read_text(encoding="utf-8")))
+
+
+def as_v2(document: dict[str, Any]) -> dict[str, Any]:
+    """What a version 2 gate wrote for the same run: its cost compared separate processes."""
+    old = copy.deepcopy(document)
+    old["schema_version"] = 2
+    cost = old.get("cost")
+    if cost is not None:
+        old["cost"] = {"pct": cost["pct"], "basis": "step_median",
+                       "det_step_seconds": cost["det_step_seconds"],
+                       "default_step_seconds": cost["default_step_seconds"],
+                       "det_wall_seconds": 152.4, "default_wall_seconds": 141.9,
+                       "warmup_steps": 5, "steps_timed": 35, "ci95_pct": [-6.7, 9.6]}
+    return old
 
 
 def as_v1(document: dict[str, Any]) -> dict[str, Any]:
     """The inverse of the 1 -> 2 migration: what a version 1 gate wrote for the same run."""
-    old = {key: value for key, value in copy.deepcopy(document).items()
-           if key not in V1_UNWRITTEN}
+    old = {key: value for key, value in as_v2(document).items() if key not in V1_UNWRITTEN}
     old["schema_version"] = 1
     return old
 

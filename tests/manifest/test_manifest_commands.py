@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from manifest_docs import as_v1, write_json
+from manifest_docs import as_v1, as_v2, write_json
 
 from repro_gate import manifest
 
@@ -33,9 +33,9 @@ def repro_gate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     ids=lambda command: command[0],
 )
 def test_a_newer_manifest_is_refused_in_one_line(
-    tmp_path: Path, manifest_v2: dict[str, Any], command: list[str]
+    tmp_path: Path, manifest_current: dict[str, Any], command: list[str]
 ) -> None:
-    path = write_json(tmp_path / "manifest.json", {**manifest_v2, "schema_version": 99})
+    path = write_json(tmp_path / "manifest.json", {**manifest_current, "schema_version": 99})
     before = path.read_bytes()
     done = repro_gate(*(arg.format(path=path) for arg in command), cwd=tmp_path)
     assert done.returncode == 2
@@ -47,10 +47,10 @@ def test_a_newer_manifest_is_refused_in_one_line(
 
 
 def test_compare_reads_a_v1_manifest_as_its_v2_twin(
-    tmp_path: Path, manifest_v2: dict[str, Any]
+    tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
-    v1 = write_json(tmp_path / "v1.json", as_v1(manifest_v2))
-    v2 = write_json(tmp_path / "v2.json", manifest_v2)
+    v1 = write_json(tmp_path / "v1.json", as_v1(manifest_current))
+    v2 = write_json(tmp_path / "v2.json", as_v2(manifest_current))
     across = repro_gate("compare", "--json", str(v1), str(v2), cwd=tmp_path)
     same_version = repro_gate("compare", "--json", str(v2), str(v2), cwd=tmp_path)
     assert across.returncode == 0, across.stderr
@@ -59,10 +59,10 @@ def test_compare_reads_a_v1_manifest_as_its_v2_twin(
 
 
 def test_diff_says_a_v1_manifest_has_no_fingerprint(
-    tmp_path: Path, manifest_v2: dict[str, Any]
+    tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
-    v1 = write_json(tmp_path / "v1.json", as_v1(manifest_v2))
-    v2 = write_json(tmp_path / "v2.json", manifest_v2)
+    v1 = write_json(tmp_path / "v1.json", as_v1(manifest_current))
+    v2 = write_json(tmp_path / "v2.json", manifest_current)
     done = repro_gate("diff", str(v2), str(v1), cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr == (
@@ -70,9 +70,9 @@ def test_diff_says_a_v1_manifest_has_no_fingerprint(
 
 
 def test_check_refuses_a_newer_baseline_before_any_run(
-    tmp_path: Path, manifest_v2: dict[str, Any]
+    tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
-    baseline = write_json(tmp_path / "baseline.json", {**manifest_v2, "schema_version": 99})
+    baseline = write_json(tmp_path / "baseline.json", {**manifest_current, "schema_version": 99})
     done = repro_gate("check", "--quiet", "--baseline", str(baseline), "--",
                       sys.executable, "-c", "pass", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr

@@ -14,23 +14,23 @@ from repro_gate.errors import GateError
 
 
 def test_update_replaces_a_manifest_with_a_valid_one(
-    tmp_path: Path, manifest_v2: dict[str, Any]
+    tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
-    path = write_json(tmp_path / "manifest.json", manifest_v2)
-    manifest_v2["gate"] = "renamed"
-    manifest.update(path, manifest_v2)
+    path = write_json(tmp_path / "manifest.json", manifest_current)
+    manifest_current["gate"] = "renamed"
+    manifest.update(path, manifest_current)
     assert manifest.read(path)["gate"] == "renamed"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]
 
 
 def test_update_keeps_the_old_file_when_validation_fails(
-    tmp_path: Path, manifest_v2: dict[str, Any]
+    tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
-    path = write_json(tmp_path / "manifest.json", manifest_v2)
+    path = write_json(tmp_path / "manifest.json", manifest_current)
     before = path.read_bytes()
-    manifest_v2["verdict"] = "maybe"
+    manifest_current["verdict"] = "maybe"
     with pytest.raises(GateError) as raised:
-        manifest.update(path, manifest_v2)
+        manifest.update(path, manifest_current)
     assert raised.value.kind == "manifest_invalid"
     assert "verdict" in raised.value.message
     assert path.read_bytes() == before
@@ -38,12 +38,12 @@ def test_update_keeps_the_old_file_when_validation_fails(
 
 
 def test_write_puts_manifest_json_in_the_output_directory(
-    tmp_path: Path, manifest_v2: dict[str, Any]
+    tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
     output = tmp_path / "out"
-    path = manifest.write(manifest_v2, output)
+    path = manifest.write(manifest_current, output)
     assert path == output / manifest.MANIFEST_NAME
-    assert manifest.read(path) == manifest_v2
+    assert manifest.read(path) == manifest_current
     assert [p.name for p in output.iterdir()] == ["manifest.json"]
 
 

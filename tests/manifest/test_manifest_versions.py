@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from manifest_docs import V1_UNWRITTEN, as_v1, write_json
+from manifest_docs import V1_UNWRITTEN, as_v1, as_v2, write_json
 
 import repro_gate
 from repro_gate import manifest, validation
@@ -15,24 +15,45 @@ from repro_gate.errors import GateError
 
 
 def test_a_v1_manifest_reads_as_the_same_v2_manifest(
-    tmp_path: Path, manifest_v2: dict[str, Any]
+    tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
-    v1 = as_v1(manifest_v2)
+    v1 = as_v1(manifest_current)
     assert validation.errors("manifest", v1) != []  # not a valid current manifest as it is
-    v2 = {key: value for key, value in manifest_v2.items() if key not in V1_UNWRITTEN}
+    v2 = {key: value for key, value in as_v2(manifest_current).items()
+          if key not in V1_UNWRITTEN}
 
     read_v1 = manifest.read(write_json(tmp_path / "v1.json", v1))
     read_v2 = manifest.read(write_json(tmp_path / "v2.json", v2))
 
     assert read_v1 == read_v2
-    assert read_v1["schema_version"] == manifest.SCHEMA_VERSION == 2
-    assert read_v1["runs"] == manifest_v2["runs"]
+    assert read_v1["schema_version"] == manifest.SCHEMA_VERSION == 3
+    assert read_v1["runs"] == manifest_current["runs"]
+
+
+def test_a_v2_cost_reads_as_inconclusive_keeping_its_figure(
+    tmp_path: Path, manifest_current: dict[str, Any]
+) -> None:
+    v2 = as_v2(manifest_current)
+    read = manifest.read(write_json(tmp_path / "v2.json", v2))
+    assert validation.errors("manifest", read) == []
+    assert read["cost"] == {
+        "status": "inconclusive",
+        "reason": "measured across separate processes by an earlier version",
+        "pct": 7.4, "ci95_pct": None, "basis": "runs",
+        "det_step_seconds": 0.1523, "default_step_seconds": 0.1418,
+        "design": None, "max_width_pct": None,
+        "note": "migrated from schema version 2 (step_median basis)",
+    }
+    assert {key: value for key, value in read.items() if key != "cost"} == {
+        key: value for key, value in manifest_current.items() if key != "cost"}
+    no_cost = manifest.read(write_json(tmp_path / "none.json", {**v2, "cost": None}))
+    assert no_cost["cost"] is None
 
 
 def test_a_v1_reserved_section_is_dropped_not_misread(
-    tmp_path: Path, manifest_v2: dict[str, Any]
+    tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
-    v1 = as_v1(manifest_v2)
+    v1 = as_v1(manifest_current)
     v1["metrics"] = {"anything": "v1 gave this section no shape"}
     read = manifest.read(write_json(tmp_path / "manifest.json", v1))
     assert "metrics" not in read
@@ -40,23 +61,23 @@ def test_a_v1_reserved_section_is_dropped_not_misread(
 
 
 def test_a_v1_manifest_is_written_back_as_the_current_version(
-    tmp_path: Path, manifest_v2: dict[str, Any]
+    tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
-    path = write_json(tmp_path / "manifest.json", as_v1(manifest_v2))
+    path = write_json(tmp_path / "manifest.json", as_v1(manifest_current))
     document = manifest.read(path)
     manifest.update(path, document)
-    assert json.loads(path.read_text(encoding="utf-8"))["schema_version"] == 2
+    assert json.loads(path.read_text(encoding="utf-8"))["schema_version"] == 3
 
 
 def test_a_newer_version_is_refused_in_one_line(
-    tmp_path: Path, manifest_v2: dict[str, Any]
+    tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
-    path = write_json(tmp_path / "manifest.json", {**manifest_v2, "schema_version": 99})
+    path = write_json(tmp_path / "manifest.json", {**manifest_current, "schema_version": 99})
     with pytest.raises(GateError) as raised:
         manifest.read(path)
     assert raised.value.kind == "manifest_version"
     assert raised.value.message == (
-        f"{path}: schema_version 99 is newer than this repro-gate understands (2);"
+        f"{path}: schema_version 99 is newer than this repro-gate understands (3);"
         " upgrade repro-gate")
 
 
@@ -66,12 +87,12 @@ def test_a_newer_version_is_refused_in_one_line(
      (0, "schema_version 0"), (1.5, "schema_version 1.5")],
 )
 def test_without_an_integer_version_it_is_not_a_manifest(
-    tmp_path: Path, manifest_v2: dict[str, Any], version: object, found: str
+    tmp_path: Path, manifest_current: dict[str, Any], version: object, found: str
 ) -> None:
-    manifest_v2.pop("schema_version")
+    manifest_current.pop("schema_version")
     if version is not None:
-        manifest_v2["schema_version"] = version
-    path = write_json(tmp_path / "manifest.json", manifest_v2)
+        manifest_current["schema_version"] = version
+    path = write_json(tmp_path / "manifest.json", manifest_current)
     with pytest.raises(GateError) as raised:
         manifest.read(path)
     assert raised.value.kind == "manifest_invalid"
@@ -79,26 +100,26 @@ def test_without_an_integer_version_it_is_not_a_manifest(
 
 
 def test_a_baseline_goes_through_the_same_versions(
-    tmp_path: Path, manifest_v2: dict[str, Any]
+    tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
-    newer = write_json(tmp_path / "newer.json", {**manifest_v2, "schema_version": 3})
+    newer = write_json(tmp_path / "newer.json", {**manifest_current, "schema_version": 4})
     with pytest.raises(GateError) as raised:
         manifest.read_document(newer, kind="baseline")
     assert raised.value.kind == "manifest_version"
 
-    older = write_json(tmp_path / "older.json", as_v1(manifest_v2))
+    older = write_json(tmp_path / "older.json", as_v1(manifest_current))
     with pytest.raises(GateError) as raised:
         manifest.read_document(older, kind="baseline")
     assert (raised.value.kind, raised.value.message) == (
         "baseline", f"{older}: manifest (schema_version 1) has no fingerprint")
 
-    current = write_json(tmp_path / "current.json", manifest_v2)
-    assert manifest.read_document(current, kind="baseline") == manifest_v2
+    current = write_json(tmp_path / "current.json", manifest_current)
+    assert manifest.read_document(current, kind="baseline") == manifest_current
 
 
-def test_a_baseline_manifest_is_validated(tmp_path: Path, manifest_v2: dict[str, Any]) -> None:
-    del manifest_v2["runs"]
-    path = write_json(tmp_path / "baseline.json", manifest_v2)
+def test_a_baseline_manifest_is_validated(tmp_path: Path, manifest_current: dict[str, Any]) -> None:
+    del manifest_current["runs"]
+    path = write_json(tmp_path / "baseline.json", manifest_current)
     with pytest.raises(GateError) as raised:
         manifest.read_document(path, kind="baseline")
     assert raised.value.kind == "baseline"
@@ -106,10 +127,10 @@ def test_a_baseline_manifest_is_validated(tmp_path: Path, manifest_v2: dict[str,
     assert "runs" in raised.value.message
 
 
-def test_the_header_starts_a_valid_manifest(manifest_v2: dict[str, Any]) -> None:
+def test_the_header_starts_a_valid_manifest(manifest_current: dict[str, Any]) -> None:
     header = manifest.header("nightly", "2026-11-20T09:12:03+00:00")
     assert header == {
-        "schema_version": 2,
+        "schema_version": 3,
         "tool": {"name": "repro-gate", "version": repro_gate.__version__},
         "gate": "nightly",
         "started_at": "2026-11-20T09:12:03+00:00",
@@ -117,4 +138,4 @@ def test_the_header_starts_a_valid_manifest(manifest_v2: dict[str, Any]) -> None
     }
     finished = manifest.header("nightly", "2026-11-20T09:12:03+00:00", "2026-11-20T09:19:41Z")
     assert finished["finished_at"] == "2026-11-20T09:19:41Z"
-    assert validation.errors("manifest", {**manifest_v2, **finished}) == []
+    assert validation.errors("manifest", {**manifest_current, **finished}) == []

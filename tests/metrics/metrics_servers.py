@@ -292,11 +292,19 @@ def make_manifest(
         ]
         if ops
         else [],
+        # Measured with a figure; without one, inconclusive (too few block pairs).
         "cost": {
+            "status": "measured" if cost_pct is not None else "inconclusive",
+            **({} if cost_pct is not None else {"reason": "only 2 block pairs were timed"}),
             "pct": cost_pct,
-            "basis": "step_median",
+            "ci95_pct": None if cost_pct is None else [cost_pct - 2.0, cost_pct + 2.0],
+            "basis": "blocks",
             "det_step_seconds": 0.0225,
             "default_step_seconds": 0.02,
+            "design": {"arms": ["deterministic", "default"], "block_steps": 4, "blocks": 6,
+                       "pairs": 6 if cost_pct is not None else 2, "warmup_steps": 3},
+            "max_width_pct": 20.0,
+            "note": "both arms ran with CUBLAS_WORKSPACE_CONFIG and PYTHONHASHSEED set",
         },
     }
     if fingerprint is not None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from repro_gate.config.model import CostConfig, ReferenceConfig
+
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
     """Register `--config` and one flag per configuration key (flags win over the file)."""
@@ -36,16 +38,32 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                          help="earlier manifest whose environment is diffed against this run")
     cost = parser.add_argument_group("cost of determinism")
     cost.add_argument("--cost", dest="cost_enabled", action=argparse.BooleanOptionalAction,
-                      default=None, help="time a default-mode run (default on)")
+                      default=None,
+                      help="measure the cost of determinism in a cost run (default on)")
     cost.add_argument("--cost-steps", type=int, metavar="N",
-                      help="stop the default-mode run after N optimizer steps (0: run to the end)")
+                      help="at most N optimizer steps in the cost run and each noise-floor run"
+                           " (0: no cap)")
     cost.add_argument("--cost-warmup", type=int, metavar="N",
-                      help="steps left out of the step-time medians (default 3)")
+                      help=f"steps before the first timed block (default {CostConfig.warmup})")
+    cost.add_argument("--cost-blocks", type=int, metavar="N",
+                      help="timed blocks per arm, one interval unit each"
+                           f" (default {CostConfig.blocks})")
+    cost.add_argument("--cost-block-steps", type=int, metavar="N",
+                      help=f"optimizer steps per block (default {CostConfig.block_steps})")
+    cost.add_argument("--cost-max-width", type=float, metavar="PCT",
+                      help="widest 95%% interval reported as measured, in percentage points"
+                           f" (default {CostConfig.max_width_pct:g})")
+    cost.add_argument("--cost-max-pct", type=float, metavar="PCT",
+                      help="budget: fail when the whole 95%% interval lies above PCT")
+    cost.add_argument("--cost-breakdown", action=argparse.BooleanOptionalAction, default=None,
+                      help="split the cost: fill_uninitialized_memory vs deterministic kernels,"
+                           " and the ops that grow most (default off)")
     cost.add_argument("--noise-floor", action=argparse.BooleanOptionalAction, default=None,
-                      help="a second default-mode run, compared with the first (default off)")
+                      help="two default-mode runs, compared with each other (default off)")
     reference = parser.add_argument_group("embedded reference training (no command configured)")
     reference.add_argument("--device", choices=["auto", "cpu", "cuda"], help="device")
-    reference.add_argument("--steps", type=int, help="optimizer steps (default 30)")
+    reference.add_argument("--steps", type=int,
+                           help=f"optimizer steps (default {ReferenceConfig.steps})")
     reference.add_argument("--batch-size", type=int, help="batch size (default 32)")
     reference.add_argument("--width", type=int, help="channels/hidden width (default 32)")
     container = parser.add_argument_group("container runs")

@@ -70,13 +70,18 @@ def _refuse_dashes_as_a_value(parser: argparse.ArgumentParser, arguments: list[s
             parser.error(f"argument {argument.split('=', 1)[0]}: expected a value, not '--'")
 
 
+def printable(text: str) -> str:
+    """`text` on one line: control characters (a `\r` in a path the user gave) as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _run(args: argparse.Namespace) -> int:
     """The subcommand's exit code; every error ends here as one line."""
     try:
         return int(args.handler(args))
     except GateError as error:
         # The one place that prints a GateError; commands raise it and never print it themselves.
-        print(f"repro-gate: error: {error.message}", file=sys.stderr)
+        print(f"repro-gate: error: {printable(error.message)}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("repro-gate: interrupted", file=sys.stderr)

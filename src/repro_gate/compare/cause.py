@@ -5,6 +5,14 @@ the gradients before the update, the parameters after it), and the first of them
 between the runs is the cause. A cause needs its record in both runs, and every record before it
 equal: otherwise it is `unknown`, with a note saying which record was missing. At a step after
 the first, the initial parameters are known equal (they would have changed step 1).
+
+On CPU the probe samples the digests of large parameters and gradients (`"sampled": K`: 1/K of
+each such tensor per step, all of it within K steps; loss, inputs and initial parameters are
+always whole).
+A difference it sees is real, but an equal digest says nothing of the rows it skipped: the
+divergence may have begun in those rows, in the backward pass or the optimizer, up to K - 1
+steps earlier, and showed first in the loss or a later sample. A `forward`, `backward` or
+`optimizer` cause on sampled records then carries a note saying so (`sampling_caveat`).
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ class Cause(StrEnum):
 # Earlier in the step comes first: at equal step, the rank whose cause is earlier is where the
 # evidence starts (rank 1's input differs, so both ranks' all-reduced gradients differ).
 CAUSE_ORDER = list(Cause)
+# The causes that rest on an equal digest of the parameters or gradients (see the docstring).
+_SAMPLED_CAUSES = (Cause.FORWARD, Cause.BACKWARD, Cause.OPTIMIZER)
 
 
 class Diagnosis(TypedDict, total=False):
@@ -38,6 +48,35 @@ class Diagnosis(TypedDict, total=False):
 
 def classify(a: StepRecord, b: StepRecord) -> Diagnosis:
     """The cause of the divergence at the step of records `a` and `b` (earlier steps equal)."""
+    diagnosis = _classify(a, b)
+    caveat = sampling_caveat(diagnosis.get("cause"), a, b)
+    if caveat:
+        diagnosis["note"] = caveat
+    return diagnosis
+
+
+def sampling_caveat(cause: str | None, a: StepRecord, b: StepRecord) -> str | None:
+    """What sampled records cannot rule out for `cause` at their step; None when nothing."""
+    every = max(_sampled(a), _sampled(b))
+    step = a.get("step")
+    if every <= 1 or not isinstance(step, int) or cause not in _SAMPLED_CAUSES:
+        return None
+    first = max(1, step - every + 1)
+    last = step if cause == Cause.OPTIMIZER else step - 1  # the gradients of its own step too
+    if last < first:
+        return None  # at step 1 the parameters before the step are the initial ones, whole
+    steps = f"step {first}" if first == last else f"steps {first} to {last}"
+    return (f"parameters and gradients of large tensors were sampled (1/{every} of each per"
+            f" step), so the divergence may have begun in rows not sampled, in the backward pass"
+            f" or the optimizer of {steps}")
+
+
+def _sampled(record: StepRecord) -> int:
+    every = record.get("sampled")
+    return every if isinstance(every, int) else 1
+
+
+def _classify(a: StepRecord, b: StepRecord) -> Diagnosis:
     if a.get("step") == 1:
         init_a, init_b = a.get("init"), b.get("init")
         if not isinstance(init_a, dict) or not isinstance(init_b, dict):

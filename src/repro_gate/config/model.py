@@ -18,6 +18,8 @@ DEFAULT_PIDS_LIMIT = 4096
 # phase (the start of the runs, the end), a Pushgateway push one per push.
 DEFAULT_REPORT_TIMEOUT = 30.0
 DEFAULT_METRICS_TIMEOUT = 30.0
+# Where `repro-gate upgrade` keeps the environments it builds from locks (reused across runs).
+DEFAULT_ENV_CACHE = "~/.cache/repro-gate/envs"
 
 Device = Literal["auto", "cpu", "cuda"]
 Determinism = Literal["warn", "strict"]
@@ -91,19 +93,28 @@ class CompareConfig:
 
 @dataclass(frozen=True)
 class CostConfig:
-    """`cost`: the default-mode run that prices determinism."""
+    """`cost`: the cost run that prices determinism (docs/performance.md, "Cost of determinism").
+
+    One process alternates blocks of `block_steps` steps with determinism on and off, `blocks`
+    blocks per arm after `warmup` steps; `steps` caps that run (and the noise-floor runs).
+    """
 
     enabled: bool = True
-    steps: int = 0  # 0: run to the end
+    steps: int = 0  # at most this many steps per cost or noise-floor run; 0: no cap
     warmup: int = 3
     noise_floor: bool = False
+    block_steps: int = 4
+    blocks: int = 8  # per arm: each round of one block per arm is one unit of the interval
+    max_width_pct: float = 20.0  # a wider 95% interval (percentage points) is inconclusive
+    max_pct: float | None = None  # the budget; None: no budget
+    breakdown: bool = False  # a third arm without fill_uninitialized_memory, and an op census
 
 
 @dataclass(frozen=True)
 class ReferenceConfig:
     """`reference` (and `device`): the embedded training used when no command is configured."""
 
-    steps: int = 30
+    steps: int = 80  # enough for the cost run's default design (3 + 8 x 2 x 4 = 67 steps)
     batch_size: int = 32
     width: int = 32
     device: Device = "auto"
@@ -146,6 +157,38 @@ class MetricsConfig:
 
 
 @dataclass(frozen=True)
+class UpgradeConfig:
+    """`upgrade`: the dependency-upgrade check (`repro-gate upgrade`): baseline lock against a
+    candidate lock, in environments built from the locks alone."""
+
+    lock: str | None = None  # the baseline lockfile; None: uv.lock, else requirements.txt
+    inherit_site_packages: bool = False  # layer the pins over the running interpreter's packages
+    tolerance: ToleranceConfig | None = None  # None: the gate's `tolerance`
+    max_bisect_runs: int = 32  # probe runs the culprit search may take at most
+    cache_dir: str = DEFAULT_ENV_CACHE  # `~` is the user's home
+
+    @property
+    def cache_path(self) -> Path:
+        """`cache_dir` with `~` expanded."""
+        return Path(self.cache_dir).expanduser()
+
+    @classmethod
+    def from_document(cls, value: dict[str, Any] | None) -> UpgradeConfig:
+        """From the config value `{lock, inherit_site_packages, tolerance, ...}`."""
+        document = dict(value or {})
+        if "tolerance" in document:
+            document["tolerance"] = ToleranceConfig.from_document(document["tolerance"])
+        return cls(**document)
+
+    def as_document(self) -> dict[str, Any]:
+        """The config value this section was read from (defaults filled in)."""
+        document = _present(self)
+        if self.tolerance is not None:
+            document["tolerance"] = self.tolerance.as_document()
+        return document
+
+
+@dataclass(frozen=True)
 class Config:
     """The effective configuration of one gate run; paths are absolute."""
 
@@ -170,6 +213,7 @@ class Config:
     container: ContainerConfig = ContainerConfig()
     report: ReportConfig = ReportConfig()
     metrics: MetricsConfig = MetricsConfig()
+    upgrade: UpgradeConfig = UpgradeConfig()
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> Config:
@@ -204,6 +248,7 @@ class Config:
             container=ContainerConfig(**container),
             report=ReportConfig(**(doc.get("report") or {})),
             metrics=MetricsConfig(**(doc.get("metrics") or {})),
+            upgrade=UpgradeConfig.from_document(doc.get("upgrade")),
         )
 
     def as_document(self) -> dict[str, Any]:
@@ -236,6 +281,7 @@ class Config:
             "container": container,
             "report": _present(self.report),
             "metrics": _present(self.metrics),
+            "upgrade": self.upgrade.as_document(),
         }
         present = {key: value for key, value in document.items() if value is not None}
         return {**present, "config_file": str(self.config_file) if self.config_file else None}

@@ -21,6 +21,9 @@ TOP_LEVEL_FLAGS = ("name", "workdir", "artifacts", "seed", "runs", "timeout", "d
 SECTION_FLAGS = (
     ("cost", "enabled", "cost_enabled"), ("cost", "steps", "cost_steps"),
     ("cost", "warmup", "cost_warmup"), ("cost", "noise_floor", "noise_floor"),
+    ("cost", "blocks", "cost_blocks"), ("cost", "block_steps", "cost_block_steps"),
+    ("cost", "max_width_pct", "cost_max_width"), ("cost", "max_pct", "cost_max_pct"),
+    ("cost", "breakdown", "cost_breakdown"),
     ("reference", "steps", "steps"), ("reference", "batch_size", "batch_size"),
     ("reference", "width", "width"),
     ("container", "memory", "memory"), ("container", "pids", "pids"),
@@ -79,7 +82,22 @@ def from_action_inputs(environ: Mapping[str, str]) -> dict[str, Any]:
         values.setdefault("metrics", {})["pushgateway_url"] = url
     if slot := action_input(environ, "runner-slot"):
         values.setdefault("metrics", {})["runner_slot"] = slot
+    values.update(_cost_inputs(environ))
     return values
+
+
+def _cost_inputs(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The `cost` keys set by the inputs cost-max-pct, cost-blocks and cost-breakdown."""
+    cost: dict[str, Any] = {}
+    if budget := action_input(environ, "cost-max-pct"):
+        cost["max_pct"] = _number("input cost-max-pct", budget, float)
+    if blocks := action_input(environ, "cost-blocks"):
+        cost["blocks"] = _number("input cost-blocks", blocks, int)
+    if breakdown := action_input(environ, "cost-breakdown"):
+        if breakdown.lower() not in ("true", "false"):
+            raise ConfigError(f"input cost-breakdown: must be true or false, got {breakdown!r}")
+        cost["breakdown"] = breakdown.lower() == "true"
+    return {"cost": cost} if cost else {}
 
 
 def action_input(environ: Mapping[str, str], name: str) -> str:

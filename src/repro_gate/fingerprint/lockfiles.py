@@ -128,6 +128,47 @@ def parse_requirements(text: str) -> dict[str, Any]:
     return _result(pins, total, hashed == total and total > 0, unpinned)
 
 
+_VIA = re.compile(r"^#\s*via\b\s*(?P<source>.*)$")
+_VIA_MORE = re.compile(r"^#\s{2,}(?P<source>\S.*)$")
+
+
+def requirements_via(text: str) -> dict[str, list[str]]:
+    """The `# via` annotations of `uv pip compile` / pip-compile output: name -> what asked for
+    it (`-r requirements.in`, `trainer (pyproject.toml)`, or a requiring package's name)."""
+    via: dict[str, list[str]] = {}
+    current: str | None = None
+    listing = False  # inside a multi-line `# via` block
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line.startswith("#"):
+            # indented lines are `--hash` continuations of the current requirement
+            if line and not raw[:1].isspace() and not line.startswith("-"):
+                match = _REQUIREMENT.match(line)
+                current, listing = (canonical_name(match["name"]) if match else None), False
+            continue
+        head, more = _VIA.match(line), _VIA_MORE.match(line)
+        if current and head:
+            listing = not head["source"]
+            if head["source"]:
+                via.setdefault(current, []).append(head["source"].strip())
+        elif current and listing and more:
+            via.setdefault(current, []).append(more["source"].strip())
+        else:
+            listing = False
+    return via
+
+
+def requirement_markers(text: str) -> dict[tuple[str, str], str]:
+    """Environment markers of pinned lines (`name==X ; sys_platform == "linux"`), by (name, X)."""
+    markers: dict[tuple[str, str], str] = {}
+    for line in _logical_lines(text):
+        match = None if line.startswith("-") else _REQUIREMENT.match(line)
+        if match and match["version"] and ";" in line:
+            marker = re.split(r"\s--[a-z]", line.split(";", 1)[1])[0].strip()
+            markers[(canonical_name(match["name"]), match["version"])] = marker
+    return markers
+
+
 def parse_poetry_lock(text: str) -> dict[str, Any]:
     """poetry.lock: `[[package]]` name/version, artifact hashes under `files`."""
     document = tomllib.loads(text)

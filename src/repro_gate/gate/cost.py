@@ -1,98 +1,260 @@
-"""The cost of determinism: deterministic step time against default-mode step time."""
+"""The cost of determinism from the cost run's blocks: estimate, 95% interval, status, budget.
+
+The units are the rounds of the design (gate/cost_plan.py), one block per arm each: a unit is
+the log of the ratio of the deterministic block's step time to the default block's in the same
+round. Blocks of one round ran seconds apart in one process, so the drift of the machine from
+process to process, and most of it within the process, affects both alike; what is left varies
+from unit to unit and is what the interval measures. With a handful of units a bootstrap
+underestimates the spread (it cannot resample what it has not seen), so the interval is
+Student's t over the units: mean +- t(0.975, n - 1) x sd / sqrt(n), on the log scale.
+"""
 
 from __future__ import annotations
 
-import random
+import math
 import statistics
-from typing import Any, TypedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
 
-BOOTSTRAP_SAMPLES = 1000
-MIN_STEPS_FOR_INTERVAL = 5
+from repro_gate.config import CostConfig
+from repro_gate.gate.cost_plan import ARM_DEFAULT, ARM_DETERMINISTIC, ARM_NO_FILL, CostPlan
+
+MIN_PAIRS = 3  # fewer units than this: inconclusive, whatever the interval says
+TOP_OPS = 10
+# t(0.975, df) for df = 1..30; beyond, the Cornish-Fisher expansion is within 1e-4 of it.
+T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+Z_975 = 1.959964
+NOTE = ("CUBLAS_WORKSPACE_CONFIG and PYTHONHASHSEED are set for the whole cost run (cuBLAS reads"
+        " its workspace setting once, at start-up), so both arms pay for them and the figure"
+        " leaves them out")
+Status = Literal["measured", "inconclusive"]
+BudgetStatus = Literal["over", "within", "inconclusive"]
+
+
+class Design(TypedDict):
+    arms: list[str]
+    block_steps: int
+    blocks: int
+    pairs: int
+    warmup_steps: int
+
+
+class Budget(TypedDict):
+    max_pct: float
+    status: BudgetStatus
+
+
+class Share(TypedDict):
+    pct: float | None
+    ci95_pct: list[float] | None
+    pairs: int
+
+
+class OpCost(TypedDict):
+    name: str
+    det_ms: float
+    default_ms: float
 
 
 class Cost(TypedDict, total=False):
+    """The manifest's `cost` section (manifest.schema.json `$defs.cost`)."""
+
+    status: Status
+    reason: str
     pct: float | None
-    basis: str  # step_median | wall
+    ci95_pct: list[float] | None
+    basis: str  # blocks | wall | runs (migrated from schema version 2)
     det_step_seconds: float | None
     default_step_seconds: float | None
-    det_wall_seconds: float | None
-    default_wall_seconds: float | None
-    warmup_steps: int
-    steps_timed: int
-    ci95_pct: list[float] | None
+    design: Design | None
+    pair_pcts: list[float]
+    max_width_pct: float | None
     note: str
+    budget: Budget
+    breakdown: dict[str, Any]
+    ops: list[OpCost]
 
 
-def step_times(trajectory: list[dict[str, Any]], warmup: int) -> list[float]:
-    """Per-step wall times after the warm-up; at least one step is kept when any was recorded."""
-    times = [float(entry["time"]) for entry in trajectory if entry.get("time") is not None]
-    skip = min(warmup, max(len(times) - 1, 0))
-    return times[skip:]
+@dataclass(frozen=True)
+class Estimate:
+    """The mean of log ratios over units, as a percentage with its 95% interval."""
+
+    pct: float | None
+    ci95_pct: list[float] | None
+    units: int
+
+    @property
+    def width(self) -> float | None:
+        return None if self.ci95_pct is None else self.ci95_pct[1] - self.ci95_pct[0]
+
+
+def t_975(df: int) -> float:
+    """The 97.5% quantile of Student's t with `df` degrees of freedom."""
+    if df <= len(T_975):
+        return T_975[df - 1]
+    z = Z_975
+    return (z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))
+
+
+def estimate(log_ratios: Sequence[float]) -> Estimate:
+    """Point estimate and t-interval of exp(mean log ratio) - 1, in percent."""
+    count = len(log_ratios)
+    if count == 0:
+        return Estimate(None, None, 0)
+    mean = statistics.fmean(log_ratios)
+    if count < 2:
+        return Estimate(_pct(mean), None, count)
+    half = t_975(count - 1) * statistics.stdev(log_ratios) / math.sqrt(count)
+    return Estimate(_pct(mean), [_pct(mean - half), _pct(mean + half)], count)
+
+
+def block_times(trajectory: list[dict[str, Any]], block_steps: int) -> dict[int, tuple[str, float]]:
+    """(arm, step time) of each complete timed block, by block index.
+
+    A block's step time is the median of its steps' times; where the probe drained an
+    accelerator's queue at the block's end ("drain"), it is the block's total over its steps
+    instead, since the queued work of every step was only waited for at the end.
+    """
+    steps: dict[int, list[dict[str, Any]]] = {}
+    for entry in trajectory:
+        block = entry.get("block")
+        if isinstance(block, int) and not isinstance(block, bool) and entry.get("time") is not None:
+            steps.setdefault(block, []).append(entry)
+    times: dict[int, tuple[str, float]] = {}
+    for block, entries in steps.items():
+        if len(entries) != block_steps:
+            continue  # cut short by the end of the training
+        drains = [float(e["drain"]) for e in entries if e.get("drain") is not None]
+        values = [float(e["time"]) for e in entries]
+        value = (sum(values) + sum(drains)) / len(values) if drains else statistics.median(values)
+        if value > 0:
+            times[block] = (str(entries[0].get("arm")), value)
+    return times
+
+
+def rounds(times: dict[int, tuple[str, float]], plan: CostPlan) -> list[dict[str, float]]:
+    """Each complete round's block step time by arm, in order."""
+    size = len(plan.arms)
+    complete = []
+    for index in range(plan.rounds):
+        arms = {times[b][0]: times[b][1] for b in range(index * size, (index + 1) * size)
+                if b in times}
+        if set(arms) == set(plan.arms):
+            complete.append(arms)
+    return complete
+
+
+def log_ratios(units: list[dict[str, float]], slower: str, faster: str) -> list[float]:
+    return [math.log(unit[slower] / unit[faster]) for unit in units]
 
 
 def cost_of_determinism(
-    det_trajectories: list[list[dict[str, Any]]],
-    default_trajectory: list[dict[str, Any]],
-    det_wall_seconds: float,
-    default_wall_seconds: float,
-    warmup: int,
+    trajectory: list[dict[str, Any]], plan: CostPlan, config: CostConfig,
+    probe_report: dict[str, Any] | None = None,
 ) -> Cost:
-    """cost % = (median deterministic step - median default step) / median default step x 100.
-
-    Falls back to whole-run wall time when either side recorded no steps.
-    """
-    det_steps = [t for trajectory in det_trajectories for t in step_times(trajectory, warmup)]
-    default_steps = step_times(default_trajectory, warmup)
+    """The cost section from the cost run's rank 0 trajectory and the probe's COST_FILE."""
+    report = probe_report or {}
+    times = block_times(trajectory, plan.block_steps)
+    units = rounds(times, plan)
+    overall = estimate(log_ratios(units, ARM_DETERMINISTIC, ARM_DEFAULT))
     cost: Cost = {
-        "det_wall_seconds": round(det_wall_seconds, 6),
-        "default_wall_seconds": round(default_wall_seconds, 6),
-        "warmup_steps": warmup,
+        "pct": overall.pct,
+        "ci95_pct": overall.ci95_pct,
+        "basis": "blocks" if trajectory else "wall",
+        "det_step_seconds": _arm_median(times, ARM_DETERMINISTIC),
+        "default_step_seconds": _arm_median(times, ARM_DEFAULT),
+        "design": {"arms": list(plan.arms), "block_steps": plan.block_steps,
+                   "blocks": plan.rounds, "pairs": len(units),
+                   "warmup_steps": len(plan.warmup)},
+        "pair_pcts": [_pct(value) for value in log_ratios(units, ARM_DETERMINISTIC, ARM_DEFAULT)],
+        "max_width_pct": float(config.max_width_pct),
+        "note": NOTE,
     }
-    if det_steps and default_steps:
-        det = statistics.median(det_steps)
-        default = statistics.median(default_steps)
-        cost.update(
-            basis="step_median",
-            det_step_seconds=det,
-            default_step_seconds=default,
-            steps_timed=len(default_steps),
-            pct=_pct(det, default),
-            ci95_pct=bootstrap_interval(det_steps, default_steps),
-        )
-        return cost
-    cost.update(
-        basis="wall",
-        det_step_seconds=None,
-        default_step_seconds=None,
-        steps_timed=0,
-        pct=_pct(det_wall_seconds, default_wall_seconds),
-        note="no optimizer steps were seen, so whole-run wall times were compared",
-    )
+    reason = inconclusive_reason(overall, config, plan, len(trajectory), report)
+    cost["status"] = "inconclusive" if reason else "measured"
+    if reason:
+        cost["reason"] = reason
+    if config.max_pct is not None:
+        cost["budget"] = budget(cost["status"], overall.ci95_pct, config.max_pct)
+    if config.breakdown:
+        cost["breakdown"] = breakdown(units, report)
+        cost["ops"] = top_ops(report.get("census"))
     return cost
 
 
-def bootstrap_interval(det_steps: list[float], default_steps: list[float]) -> list[float] | None:
-    """95% bootstrap interval of the cost %, resampling both sides' step times.
+def inconclusive_reason(
+    overall: Estimate, config: CostConfig, plan: CostPlan, steps: int, report: dict[str, Any]
+) -> str | None:
+    """Why the figure cannot be reported as measured; None when it can."""
+    if steps == 0:
+        return "no optimizer step was seen, so no block could be timed"
+    if overall.units < MIN_PAIRS:
+        errors = [str(error) for error in report.get("errors") or []]
+        why = (f"the probe could not switch the determinism knobs ({errors[0]})" if errors
+               else f"the cost run took {steps} optimizer steps, the design needs"
+                    f" {plan.timed_steps} ({len(plan.warmup)} warm-up + {plan.rounds} x"
+                    f" {len(plan.arms)} blocks of {plan.block_steps})")
+        return f"too few block pairs were timed ({overall.units}, {MIN_PAIRS} needed): {why}"
+    width = overall.width
+    if width is not None and width > config.max_width_pct:
+        return (f"the 95% interval is {width:.1f} percentage points wide"
+                f" (limit {config.max_width_pct:g}): the machine's speed varied too much")
+    return None
 
-    A fixed seed keeps the report itself reproducible; too few steps give None.
-    """
-    if min(len(det_steps), len(default_steps)) < MIN_STEPS_FOR_INTERVAL:
-        return None
-    rng = random.Random(0)
-    samples = []
-    for _ in range(BOOTSTRAP_SAMPLES):
-        det = statistics.median(rng.choices(det_steps, k=len(det_steps)))
-        default = statistics.median(rng.choices(default_steps, k=len(default_steps)))
-        pct = _pct(det, default)
-        if pct is not None:
-            samples.append(pct)
-    if not samples:
-        return None
-    samples.sort()
-    return [samples[int(0.025 * len(samples))], samples[int(0.975 * len(samples)) - 1]]
+
+def budget(status: Status, interval: list[float] | None, max_pct: float) -> Budget:
+    """over: the whole interval lies above the budget; within: below; else inconclusive."""
+    verdict: BudgetStatus = "inconclusive"
+    if status == "measured" and interval is not None:
+        if interval[0] > max_pct:
+            verdict = "over"
+        elif interval[1] < max_pct:
+            verdict = "within"
+    return {"max_pct": float(max_pct), "status": verdict}
 
 
-def _pct(det: float, default: float) -> float | None:
-    if default <= 0:
-        return None
-    return round((det - default) / default * 100.0, 2)
+def breakdown(units: list[dict[str, float]], report: dict[str, Any]) -> dict[str, Any]:
+    """The cost split by the deterministic_no_fill arm, each part over its own units."""
+    if ARM_NO_FILL in (report.get("unavailable") or []):
+        empty: Share = {"pct": None, "ci95_pct": None, "pairs": 0}
+        return {"fill_uninitialized_memory": empty, "deterministic_kernels": dict(empty),
+                "reason": "this torch has no torch.utils.deterministic.fill_uninitialized_memory"
+                          " (torch >= 2.1 has it)"}
+    return {
+        "fill_uninitialized_memory": _share(log_ratios(units, ARM_DETERMINISTIC, ARM_NO_FILL)),
+        "deterministic_kernels": _share(log_ratios(units, ARM_NO_FILL, ARM_DEFAULT)),
+    }
+
+
+def top_ops(census: Any) -> list[OpCost]:
+    """The ops whose time per step grows most from the default to the deterministic arm; none
+    unless both census blocks were profiled (the training may end before)."""
+    if not isinstance(census, dict):
+        return []
+    det, default = census.get(ARM_DETERMINISTIC), census.get(ARM_DEFAULT)
+    if not isinstance(det, dict) or not isinstance(default, dict):
+        return []
+    ops = [OpCost(name=str(name), det_ms=round(float(ms), 4),
+                  default_ms=round(float(default.get(name, 0.0)), 4))
+           for name, ms in det.items()]
+    grown = [op for op in ops if op["det_ms"] > op["default_ms"]]
+    grown.sort(key=lambda op: op["default_ms"] - op["det_ms"])
+    return grown[:TOP_OPS]
+
+
+def _share(values: list[float]) -> Share:
+    part = estimate(values)
+    return {"pct": part.pct, "ci95_pct": part.ci95_pct, "pairs": part.units}
+
+
+def _arm_median(times: dict[int, tuple[str, float]], arm: str) -> float | None:
+    values = [value for name, value in times.values() if name == arm]
+    return round(statistics.median(values), 9) if values else None
+
+
+def _pct(log_ratio: float) -> float:
+    return round(math.expm1(log_ratio) * 100.0, 2)

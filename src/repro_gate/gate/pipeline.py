@@ -22,12 +22,12 @@ from repro_gate import fingerprint, manifest
 from repro_gate.compare.runs import check_something_compared, compare_runs, empty_comparison
 from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError, one_line
-from repro_gate.gate import runs, verdict
+from repro_gate.gate import cost_plan, runs, verdict
 from repro_gate.gate.collect import Sources
 from repro_gate.gate.localise import localise
 from repro_gate.gate.record import GateState, assemble, deterministic, now
 from repro_gate.launch import cancel
-from repro_gate.launch.base import Launcher, LineSink, RunSpec
+from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
 from repro_gate.probe import probe_output_dir, read_trajectory
 from repro_gate.publish import Publisher
 
@@ -200,7 +200,8 @@ def ensure_writable(output_dir: Path) -> None:
 def execute_runs(
     config: Config, launcher: Launcher, state: GateState, sink_for: SinkFactory
 ) -> None:
-    """Deterministic runs A, B, … (B onwards fail-fast against A), then the cost run."""
+    """Deterministic runs A, B, … (B onwards fail-fast against A), then the cost run and the
+    noise floor's two default-mode runs."""
     for index in range(config.runs):
         name = chr(ord("A") + index)
         reference = None
@@ -216,9 +217,14 @@ def execute_runs(
         _check_run(record, state, config.timeout)
         if state.strict_stop or record.stopped == "divergence":
             return
-    default_runs = 2 if config.cost.noise_floor else 1
-    for name in runs.DEFAULT_RUN_NAMES[:default_runs] if config.cost.enabled else ():
-        spec = runs.build_spec(config, launcher, name, "default", max_steps=config.cost.steps)
+    if not config.cost.enabled:
+        return
+    planned: list[tuple[str, Mode, int]] = [
+        (runs.COST_RUN_NAME, "cost", cost_plan.max_steps(config.cost))]
+    if config.cost.noise_floor:
+        planned += [(name, "default", config.cost.steps) for name in runs.NOISE_FLOOR_RUN_NAMES]
+    for name, mode, max_steps in planned:
+        spec = runs.build_spec(config, launcher, name, mode, max_steps=max_steps)
         record = _execute(config, launcher, spec, sink_for)
         state.records.append(record)
         _check_run(record, state, config.timeout)

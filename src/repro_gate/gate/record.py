@@ -12,7 +12,9 @@ from repro_gate.config import Config
 from repro_gate.errors import GateError
 from repro_gate.gate import verdict
 from repro_gate.gate.cost import cost_of_determinism
+from repro_gate.gate.cost_plan import plan
 from repro_gate.gate.runs import RunRecord
+from repro_gate.probe import COST_FILE, read_json
 
 MAX_ALERT_STEPS = 20
 OP_CAUSES = ("forward", "backward", "unknown")
@@ -38,7 +40,9 @@ def nondeterministic_ops(records: list[RunRecord]) -> list[dict[str, Any]]:
     """Alerts of all runs merged by (op, file, line, kind); `count` is the largest per run."""
     merged: dict[tuple[Any, ...], dict[str, Any]] = {}
     for record in records:
-        if record.purpose is not None:  # the localisation run re-executes modules: not a run
+        # The localisation run re-executes modules; the cost run's deterministic blocks warn
+        # of the same ops as the deterministic runs, at other steps: neither is evidence here.
+        if record.purpose is not None or record.mode == "cost":
             continue
         for alert in record.alerts:
             key = (alert.get("op"), alert.get("file"), alert.get("line"), alert.get("kind"))
@@ -81,18 +85,13 @@ def attach_op(comparison: dict[str, Any], ops: list[dict[str, Any]]) -> None:
 
 
 def measure_cost(config: Config, records: list[RunRecord]) -> dict[str, Any] | None:
-    """The cost section, or None when no default-mode run finished."""
-    default = [r for r in records if r.mode == "default" and r.ended_cleanly]
-    det = [r for r in deterministic(records) if r.ended_cleanly]
-    if not default or not det:
+    """The cost section, or None when no cost run finished."""
+    run = next((r for r in records if r.mode == "cost" and r.ended_cleanly), None)
+    if run is None:
         return None
-    return dict(cost_of_determinism(
-        [r.trajectory for r in det],
-        default[0].trajectory,
-        det_wall_seconds=det[0].wall_seconds,
-        default_wall_seconds=default[0].wall_seconds,
-        warmup=config.cost.warmup,
-    ))
+    report = read_json(run.run_dir, COST_FILE)
+    return dict(cost_of_determinism(run.trajectory, plan(config.cost), config.cost,
+                                    report if isinstance(report, dict) else None))
 
 
 def noise_floor(records: list[RunRecord]) -> dict[str, Any] | None:
@@ -121,6 +120,7 @@ def assemble(
     ops = nondeterministic_ops(state.records)
     attach_op(comparison, ops)
     sections = fingerprint_sections(config, state)  # may record an error: before the verdict
+    cost = measure_cost(config, state.records) if config.cost.enabled else None
     if state.error is not None:
         outcome, reasons = verdict.ERROR, [verdict.reason(state.error.kind, state.error.message)]
     else:
@@ -129,6 +129,7 @@ def assemble(
         outcome = verdict.FAIL if reasons else verdict.PASS
         if not reasons:
             reasons = verdict.successes(comparison, len(deterministic(state.records)))
+        outcome, reasons = verdict.with_budget(outcome, reasons, cost)
     document = {
         **manifest.header(config.name, started_at, now()),
         "verdict": outcome,
@@ -139,7 +140,7 @@ def assemble(
         "runs": [record.to_manifest() for record in state.records],
         "comparison": comparison,
         "nondeterministic_ops": ops,
-        "cost": measure_cost(config, state.records) if config.cost.enabled else None,
+        "cost": cost,
         "noise_floor": noise_floor(state.records),
     }
     document.update(sections)
@@ -150,7 +151,9 @@ def fingerprint_sections(config: Config, state: GateState) -> dict[str, Any]:
     """fingerprint, checklist, config_hash and environment_diff; empty if the host was not read."""
     if not state.host_fingerprint:
         return {}
-    in_process = {r.name: r.in_process_fingerprint for r in state.records if r.purpose is None}
+    # The environment of the compared runs: the cost run and the noise floor switch determinism
+    # off on purpose, and their facts would read as mismatches between the runs.
+    in_process = {r.name: r.in_process_fingerprint for r in deterministic(state.records)}
     image = next((r.details["image"] for r in state.records if "image" in r.details), None)
     try:
         return fingerprint.manifest_sections(

@@ -1,4 +1,4 @@
-"""Plan and execute the gate's runs: deterministic A, B, … and the default-mode cost run."""
+"""Plan and execute the gate's runs: deterministic A, B, …, the cost run, the noise floor."""
 
 from __future__ import annotations
 
@@ -13,13 +13,15 @@ from repro_gate.compare.runs import RunSide
 from repro_gate.config import Config
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate import collect as artifacts
+from repro_gate.gate import cost_plan
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
 from repro_gate.launch.shell import shell_argv
 
 REFERENCE_DIR = Path(__file__).parents[1] / "reference"
 REFERENCE_MODULE = "repro_gate_reference"
 CUBLAS_WORKSPACE_CONFIG = ":4096:8"
-DEFAULT_RUN_NAMES = ("default", "default2")  # the cost run, then the noise-floor run
+COST_RUN_NAME = "cost"  # one process, determinism switched between blocks of steps
+NOISE_FLOOR_RUN_NAMES = ("default", "default2")  # two default-mode runs, compared
 
 
 @dataclass
@@ -133,9 +135,13 @@ def run_environment(config: Config, mode: Mode, max_steps: int) -> dict[str, str
     }
     if max_steps > 0:
         env[probe.ENV_MAX_STEPS] = str(max_steps)
-    if mode == "deterministic":
+    # Read once at start-up, these cannot be switched between the cost run's blocks: both of
+    # its arms run with them, so its figure leaves them out (cost.note says so).
+    if mode in ("deterministic", "cost"):
         env["PYTHONHASHSEED"] = str(config.seed)
         env["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE_CONFIG
+    if mode == "cost":
+        env[probe.ENV_COST_PLAN] = cost_plan.plan(config.cost).to_env()
     env.update(config.env)
     return env
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from repro_gate.compare.fields import parse_path
+from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import explain
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
@@ -17,6 +19,7 @@ ARTIFACT_MISSING = "artifact_missing"
 NONDETERMINISTIC_OP_STRICT = "nondeterministic_op_strict"
 BITWISE_EQUAL = "bitwise_equal"
 WITHIN_TOLERANCE = "within_tolerance"
+COST_OVER_BUDGET = "cost_over_budget"  # `cost.max_pct` set and the whole interval lies above it
 REASON_CODES = frozenset({
     TRAJECTORY_DIVERGED,
     ARTIFACT_DIFFERENT,
@@ -24,6 +27,7 @@ REASON_CODES = frozenset({
     NONDETERMINISTIC_OP_STRICT,
     BITWISE_EQUAL,
     WITHIN_TOLERANCE,
+    COST_OVER_BUDGET,
 })
 
 
@@ -94,6 +98,25 @@ def successes(comparison: dict[str, Any], compared_runs: int) -> list[Reason]:
     if divergence:
         parts.append(f"steps differ bitwise from step {divergence['step']}")
     return [reason(WITHIN_TOLERANCE, "; ".join(parts))]
+
+
+def with_budget(
+    outcome: str, reasons: list[Reason], cost: Mapping[str, Any] | None
+) -> tuple[str, list[Reason]]:
+    """The verdict once the cost budget is applied: over it, the gate fails; otherwise (within,
+    inconclusive, no budget) nothing changes.
+
+    The reproducibility result stays beside the budget's reason. When the budget is the only
+    failure its reason comes first (it is what failed the gate; the report's headline reads it
+    there), followed by what was shown equal; otherwise it comes after the other failures.
+    """
+    view = cost_text.read(cost)
+    if outcome == ERROR or view is None or not cost_text.over_budget(view):
+        return outcome, reasons
+    over = reason(COST_OVER_BUDGET, cost_text.over_budget_reason(view))
+    if outcome == PASS:
+        return FAIL, [over, *reasons]
+    return outcome, [*reasons, over]
 
 
 def _volatile_hint(item: dict[str, Any]) -> str:

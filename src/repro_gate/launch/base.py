@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-Mode = Literal["deterministic", "default"]
+Mode = Literal["deterministic", "default", "cost"]
 
 
 @dataclass

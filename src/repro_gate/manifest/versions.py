@@ -35,9 +35,39 @@ def _from_v1(document: Document) -> Document:
     return upgraded
 
 
+V2_COST_REASON = "measured across separate processes by an earlier version"
+
+
+def _from_v2(document: Document) -> Document:
+    """Version 2 -> 3 (issue 13): the cost of determinism is measured in one process.
+
+    A version 2 figure compared step times of separate processes, whose drift its interval could
+    not see: it becomes `inconclusive` with that reason, keeping its point estimate and medians
+    for the record, and dropping its interval (it did not mean 95%).
+    """
+    upgraded = {**document, "schema_version": 3}
+    old = document.get("cost")
+    if isinstance(old, dict):
+        basis = old.get("basis")
+        upgraded["cost"] = {
+            "status": "inconclusive",
+            "reason": V2_COST_REASON,
+            "pct": old.get("pct"),
+            "ci95_pct": None,
+            "basis": "runs",
+            "det_step_seconds": old.get("det_step_seconds"),
+            "default_step_seconds": old.get("default_step_seconds"),
+            "design": None,
+            "max_width_pct": None,
+            "note": f"migrated from schema version 2 ({basis or 'unknown'} basis)"
+                    + (f": {old['note']}" if old.get("note") else ""),
+        }
+    return upgraded
+
+
 # MIGRATIONS[n] turns a version n document into a version n + 1 one. Bumping SCHEMA_VERSION
 # means adding the step from the previous version here.
-MIGRATIONS: dict[int, Callable[[Document], Document]] = {1: _from_v1}
+MIGRATIONS: dict[int, Callable[[Document], Document]] = {1: _from_v1, 2: _from_v2}
 
 
 def version_of(document: Document, source: str, kind: ErrorKind) -> int:

@@ -18,7 +18,7 @@ INJECT_DIR = Path(__file__).parent / "inject"
 
 # Environment the gate sets for the training process.
 ENV_RUN_DIR = "REPRO_GATE_RUN_DIR"  # the run's fresh directory (writable)
-ENV_MODE = "REPRO_GATE_MODE"  # "deterministic" or "default"
+ENV_MODE = "REPRO_GATE_MODE"  # "deterministic", "default" or "cost"
 ENV_SEED = "REPRO_GATE_SEED"  # integer seed applied in deterministic mode
 ENV_DETERMINISM = "REPRO_GATE_DETERMINISM"  # "warn" or "strict"
 # Fail-fast: run A's probe directory (each rank matches its own file there); a file is read as
@@ -27,6 +27,9 @@ ENV_REFERENCE_TRAJECTORY = "REPRO_GATE_REFERENCE_TRAJECTORY"
 ENV_MAX_STEPS = "REPRO_GATE_MAX_STEPS"  # stop cleanly after this many optimizer steps
 # The localisation run: re-execute each module during this step to find a forward divergence.
 ENV_LOCALISE_STEP = "REPRO_GATE_LOCALISE_STEP"
+# The cost run (mode "cost"): JSON {warmup, blocks, census: arm names; block_steps}, the arm of
+# every step; the probe switches the determinism knobs between them (_repro_gate_cost_arms.py).
+ENV_COST_PLAN = "REPRO_GATE_COST_PLAN"
 
 # Files the probe writes, relative to the run directory.
 PROBE_SUBDIR = ".repro-gate"
@@ -35,6 +38,7 @@ ALERTS_FILE = "alerts.json"  # nondeterministic-op alerts, aggregated
 STATUS_FILE = "status.json"  # probe status: loaded, stop reason, errors
 FINGERPRINT_FILE = "fingerprint.json"  # in-process environment fingerprint
 LOCALISE_FILE = "localise.json"  # localisation run: the first divergent module
+COST_FILE = "cost_arms.json"  # cost run: arms it could not switch to, the op census
 # Every process that steps writes the files above under its rank's names; rank 0 keeps the plain
 # names (single-process runs), rank 1 writes `trajectory-rank1.jsonl`, `status-rank1.json`, ...
 RANK_FILE = "{stem}-rank{rank}{suffix}"

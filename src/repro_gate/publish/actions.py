@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from repro_gate.credentials import credential_values
+from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import explain, headline
 from repro_gate.render.markdown import summary_markdown
 from repro_gate.workspace import repository_path, workspace_root
@@ -135,14 +136,20 @@ def write_summary(markdown: str, environ: Mapping[str, str] | None = None) -> No
 
 
 def outputs_for(manifest: Mapping[str, Any], manifest_path: Path | None) -> dict[str, str]:
-    """The action's outputs: verdict, cost-pct, config-hash, manifest-path, first-divergent-step."""
-    cost = manifest.get("cost") or {}
-    pct = cost.get("pct")
+    """The action's outputs: verdict, cost-pct, cost-status, config-hash, manifest-path,
+    first-divergent-step.
+
+    `cost-pct` is empty unless the cost was measured: an inconclusive figure is not a number a
+    workflow should act on. `cost-status` says which (`measured`, `inconclusive`, empty when the
+    cost was not measured at all).
+    """
+    cost = cost_text.read(manifest.get("cost"))
     divergence = (manifest.get("comparison") or {}).get("first_divergence") or {}
     step = divergence.get("step")
     return {
         "verdict": str(manifest.get("verdict", "error")),
-        "cost-pct": "" if pct is None else f"{pct:.2f}",
+        "cost-pct": cost_text.output_pct(cost),
+        "cost-status": cost_text.output_status(cost),
         "config-hash": str(manifest.get("config_hash", "")),
         "manifest-path": "" if manifest_path is None else str(manifest_path),
         "first-divergent-step": "" if step is None else str(step),
@@ -228,7 +235,19 @@ def publish(
             emit(command("warning", f"repro-gate: could not publish to Actions: {error}"), stream)
 
 
+def budget_annotations(manifest: Mapping[str, Any]) -> list[str]:
+    """An `::error` stating the cost over its budget, when that failed the gate (no line of the
+    repository is to blame: it stands on the step)."""
+    return [
+        command("error", str(reason.get("message", "")),
+                title="repro-gate: cost of determinism over budget")
+        for reason in manifest.get("reasons", [])
+        if reason.get("code") == cost_text.OVER_BUDGET_CODE
+    ][:1]
+
+
 def _annotations(manifest: Mapping[str, Any], workspace: Path) -> list[str]:
-    """The divergence's cause first, then the ops, within the per-step limit."""
-    found = divergence_annotations(manifest, workspace) + op_annotations(manifest, workspace)
+    """The budget and the divergence's cause first, then the ops, within the per-step limit."""
+    found = budget_annotations(manifest) + divergence_annotations(manifest, workspace)
+    found += op_annotations(manifest, workspace)
     return found[:MAX_ERROR_ANNOTATIONS]

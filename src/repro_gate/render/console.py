@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from repro_gate.fingerprint import diff_lines
+from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import facts
 
 HEADLINES = {
@@ -14,11 +15,16 @@ HEADLINES = {
 }
 MAX_LISTED = 8
 MAX_IGNORED = 4  # field names on an artifact's `ignored` line
+MAX_COST_OPS = 3  # ops of the cost census on the console line
+OVER_BUDGET_HEADLINE = "FAIL: reproducible, but over the cost budget"
 
 
 def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: str = "") -> str:
     """Verdict, what was compared, first divergence, nondeterministic ops, cost, manifest path."""
-    lines = [f"repro-gate: {HEADLINES[manifest['verdict']]}"]
+    headline = HEADLINES[manifest["verdict"]]
+    if cost_text.over_budget_only(manifest):
+        headline = OVER_BUDGET_HEADLINE
+    lines = [f"repro-gate: {headline}"]
     lines += [f"  {r['message']}" for r in manifest["reasons"]]
     if error_detail:
         lines.append("  last lines of the run's log:")
@@ -111,21 +117,20 @@ def _ops(manifest: dict[str, Any]) -> list[str]:
 
 
 def _cost(manifest: dict[str, Any]) -> list[str]:
-    cost = manifest.get("cost")
-    if cost is None:
+    """The figure with its interval (or why it is inconclusive), the budget, where it comes from."""
+    view = cost_text.read(manifest.get("cost"))
+    if view is None:
         return ["  cost of determinism: not measured"]
-    if cost.get("pct") is None:
-        return ["  cost of determinism: unknown (default-mode run too short to time)"]
-    if cost["basis"] == "step_median":
-        detail = (f"median step {cost['det_step_seconds'] * 1000:.1f} ms deterministic vs"
-                  f" {cost['default_step_seconds'] * 1000:.1f} ms default")
-    else:
-        detail = (f"whole run {cost['det_wall_seconds']:.1f} s deterministic vs"
-                  f" {cost['default_wall_seconds']:.1f} s default")
-    interval = cost.get("ci95_pct")
-    if interval:
-        detail += f"; 95% interval {interval[0]:+.1f}% to {interval[1]:+.1f}%"
-    return [f"  cost of determinism: {cost['pct']:+.1f}% ({detail})"]
+    lines = [f"  cost of determinism: {cost_text.sentence(view)}"]
+    steps = cost_text.steps_text(view)
+    if steps and view.measured:
+        lines.append(f"    {steps}")
+    if view.breakdown or view.breakdown_reason:
+        lines.append(f"    where it comes from: {cost_text.breakdown_text(view)}")
+    ops = cost_text.top_ops(view, MAX_COST_OPS)
+    if ops:
+        lines.append(f"    ops costing most: {'; '.join(map(cost_text.op_text, ops))}")
+    return lines
 
 
 def _noise_floor(manifest: dict[str, Any]) -> list[str]:

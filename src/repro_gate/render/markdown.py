@@ -5,8 +5,9 @@ written. The `fingerprint`, `checklist` and `environment_diff` sections are opti
 that is absent is left out of the report.
 
 This module holds the entry points and the headline; the sections are in `markdown_evidence`
-(summary and comment) and `markdown_details` (check-run text), the text pieces in `markdown_text`,
-the first divergence's cause in words in `diagnosis`.
+(summary and comment), `markdown_details` (check-run text) and `markdown_cost` (the cost of
+determinism), the text pieces in `markdown_text`, the first divergence's cause in words in
+`diagnosis`, the cost's sentences (the same in every report) in `cost_text`.
 """
 
 from __future__ import annotations
@@ -14,14 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from repro_gate.compare.structured import is_number
+from repro_gate.render.cost_text import over_budget_only
 from repro_gate.render.diagnosis import explain, headline
-from repro_gate.render.markdown_details import (
-    cost_details,
-    ignored_details,
-    runs_table,
-    tensor_details,
-)
+from repro_gate.render.markdown_cost import budget_limit, cost_details, cost_sentence, cost_title
+from repro_gate.render.markdown_details import ignored_details, runs_table, tensor_details
 from repro_gate.render.markdown_evidence import evidence
 from repro_gate.render.markdown_text import (
     as_list,
@@ -52,14 +49,13 @@ def title(manifest: Mapping[str, Any]) -> str:
     """One line: the verdict in words and its most useful number."""
     verdict = manifest.get("verdict")
     comparison = as_mapping(manifest.get("comparison"))
+    cost = cost_title(manifest)
     if verdict == "pass":
-        words = (
-            "reproducible within tolerance"
-            if comparison.get("basis") == "tolerance"
-            else "bit-for-bit reproducible"
-        )
-        cost = _cost_text(manifest)
+        words = _reproducible_words(comparison)
         return one_line(f"{words} · determinism cost {cost}" if cost else words)
+    if over_budget_only(manifest):
+        words = f"{_reproducible_words(comparison)}, over the {budget_limit(manifest)}cost budget"
+        return one_line(f"{words} · determinism cost {cost}")
     if verdict == "fail":
         divergence = as_mapping(comparison.get("first_divergence"))
         cause = headline(divergence, multi_rank(comparison))
@@ -79,6 +75,12 @@ def title(manifest: Mapping[str, Any]) -> str:
             return one_line(f"not reproducible · {len(differing)} of {total} artifacts differ")
         return one_line(f"not reproducible · {_first_reason(manifest) or 'runs differ'}")
     return one_line(f"gate error · {_first_reason(manifest) or 'the gate could not decide'}")
+
+
+def _reproducible_words(comparison: Mapping[str, Any]) -> str:
+    if comparison.get("basis") == "tolerance":
+        return "reproducible within tolerance"
+    return "bit-for-bit reproducible"
 
 
 def summary_markdown(manifest: Mapping[str, Any]) -> str:
@@ -106,7 +108,7 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
     gate = str(manifest.get("gate") or "repro-gate")
     rows = [
         ("Verdict", f"**{manifest.get('verdict', 'error')}**"),
-        ("Determinism cost", _cost_text(manifest) or "n/a"),
+        ("Determinism cost", cost_sentence(manifest) or "not measured"),
         ("First divergence", _divergence_cell(manifest)),
         ("Artifacts", _artifact_counts(manifest)),
         ("Nondeterministic ops", str(len(as_list(manifest.get("nondeterministic_ops"))))),
@@ -141,11 +143,9 @@ def _heading(manifest: Mapping[str, Any]) -> str:
 
 def _verdict_line(manifest: Mapping[str, Any]) -> str:
     line = f"**Verdict:** {manifest.get('verdict', 'error')}"
-    cost = _cost_text(manifest)
+    cost = cost_sentence(manifest)
     if cost:
-        basis = as_mapping(manifest.get("cost")).get("basis")
-        basis_words = {"step_median": "median step time", "wall": "wall time"}.get(str(basis))
-        line += f" · **Determinism cost:** {cost}" + (f" ({basis_words})" if basis_words else "")
+        line += f" · **Determinism cost:** {cost}"
     runs = as_list(manifest.get("runs"))
     if runs:
         line += f" · **Runs:** {len(runs)}"
@@ -180,11 +180,6 @@ def _artifact_counts(manifest: Mapping[str, Any]) -> str:
         status = str(as_mapping(artifact).get("status", "unknown"))
         counts[status] = counts.get(status, 0) + 1
     return ", ".join(f"{n} {status.replace('_', ' ')}" for status, n in counts.items())
-
-
-def _cost_text(manifest: Mapping[str, Any]) -> str:
-    pct = as_mapping(manifest.get("cost")).get("pct")
-    return f"{pct:+.1f}%" if is_number(pct) else ""
 
 
 def _first_reason(manifest: Mapping[str, Any]) -> str:

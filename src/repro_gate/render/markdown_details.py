@@ -1,5 +1,5 @@
-"""The check-run details: the runs, the determinism cost's figures, tensor-level differences
-and the fields `compare.ignore` left out."""
+"""The check-run details: the runs, tensor-level differences and the fields `compare.ignore` left
+out (the determinism cost's figures are in `markdown_cost`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from repro_gate.render.markdown_text import (
     cell,
     more_text,
     number_text,
-    one_line,
     seconds,
 )
 
@@ -33,25 +32,6 @@ def runs_table(manifest: Mapping[str, Any]) -> str:
         "**Runs**\n\n| Run | Mode | Exit | Steps | Wall | Stopped |\n|---|---|---|---|---|---|\n"
         + "\n".join(rows)
     )
-
-
-def cost_details(manifest: Mapping[str, Any]) -> str:
-    """The figures behind the determinism cost."""
-    cost = as_mapping(manifest.get("cost"))
-    if not cost:
-        return ""
-    pairs = [
-        ("deterministic step", seconds(cost.get("det_step_seconds"))),
-        ("default step", seconds(cost.get("default_step_seconds"))),
-        ("deterministic wall", seconds(cost.get("det_wall_seconds"))),
-        ("default wall", seconds(cost.get("default_wall_seconds"))),
-        ("steps timed", cost.get("steps_timed")),
-        ("warm-up steps", cost.get("warmup_steps")),
-    ]
-    lines = [f"- {k}: {v}" for k, v in pairs if v not in (None, "")]
-    if cost.get("note"):
-        lines.append(f"- note: {one_line(str(cost['note']))}")
-    return "**Determinism cost**\n\n" + "\n".join(lines) if lines else ""
 
 
 def tensor_details(manifest: Mapping[str, Any]) -> str:

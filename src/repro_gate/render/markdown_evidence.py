@@ -1,7 +1,8 @@
 """The evidence sections of the summary and the PR comment, after the verdict.
 
 Reasons, the first divergence (rank, and the evidence behind its cause), the artifacts table
-(with the fields `compare.ignore` left out), the nondeterministic-ops table, and the optional
+(with the fields `compare.ignore` left out), the nondeterministic-ops table, where the cost of
+determinism comes from (breakdown and op census, when measured), and the optional
 `fingerprint`, `checklist` and `environment_diff` sections, each folded under its heading.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 from repro_gate.compare.structured import is_number
 from repro_gate.fingerprint import diff_lines
 from repro_gate.render.diagnosis import facts
+from repro_gate.render.markdown_cost import cost_section
 from repro_gate.render.markdown_text import (
     TABLE_ROWS,
     as_list,
@@ -47,6 +49,7 @@ def evidence(manifest: Mapping[str, Any]) -> list[str]:
         _divergence(manifest),
         _artifacts_table(manifest),
         _ops_table(manifest),
+        cost_section(manifest),
     ]
     if "fingerprint" in manifest:
         parts.append(_folded("Fingerprint", _fingerprint(manifest["fingerprint"])))

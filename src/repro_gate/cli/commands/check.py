@@ -19,9 +19,9 @@ from repro_gate.publish import actions
 from repro_gate.render import console
 
 EPILOG = """\
-exit codes: 0 pass (reproducible), 1 fail (not reproducible), 2 error (bad input, a run crashed or
-timed out, nothing to compare). Without a config file or command, the embedded reference
-training runs.
+exit codes: 0 pass (reproducible), 1 fail (not reproducible, or over the cost budget
+cost.max_pct), 2 error (bad input, a run crashed or timed out, nothing to compare). Without a
+config file or command, the embedded reference training runs.
 examples:
   repro-gate check
   repro-gate check --artifacts 'checkpoints/*.pt' -- python train.py --epochs 1

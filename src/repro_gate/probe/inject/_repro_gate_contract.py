@@ -11,12 +11,14 @@ ENV_DETERMINISM = "REPRO_GATE_DETERMINISM"
 ENV_REFERENCE_TRAJECTORY = "REPRO_GATE_REFERENCE_TRAJECTORY"
 ENV_MAX_STEPS = "REPRO_GATE_MAX_STEPS"
 ENV_LOCALISE_STEP = "REPRO_GATE_LOCALISE_STEP"
+ENV_COST_PLAN = "REPRO_GATE_COST_PLAN"
 PROBE_SUBDIR = ".repro-gate"
 TRAJECTORY_FILE = "trajectory.jsonl"
 ALERTS_FILE = "alerts.json"
 STATUS_FILE = "status.json"
 FINGERPRINT_FILE = "fingerprint.json"
 LOCALISE_FILE = "localise.json"
+COST_FILE = "cost_arms.json"
 STOP_EXIT_CODE = 86
 
 # Probe-internal: the pid of the process that records; its children see it and stay silent.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import sys
 from collections.abc import Callable
@@ -53,4 +54,15 @@ class ImportWatcher(importlib.abc.MetaPathFinder):
             spec = finder.find_spec(name, path, target)
             if spec is not None:
                 return spec
+        return None
+
+
+def import_optional(name: str, what: str, on_error: Callable[[str], None]) -> ModuleType | None:
+    """Module `name`, or None when it is missing or fails to import (reported as `what`)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+    except Exception as error:
+        on_error(f"importing {what}: {error!r}")
         return None

@@ -16,7 +16,9 @@ never steps has a status; it leaves rank 0's files alone once another process to
   just before the optimizer step ("grads", an optimizer step pre-hook) and of the parameters
   after it ("params"); the first line also has the parameters before the first step ("init").
   "time" is the wall time since the previous step's line was written (for the first step, since
-  torch finished importing), less the probe's own time in the pre-hook.
+  torch finished importing), less the probe's own time in the pre-hook. On CPU, large tensors'
+  digests are sampled ("sampled": K); on accelerators a record is read, written and matched one
+  step later (no host sync): see _repro_gate_steps.
 - alerts.json: nondeterministic-op warnings and strict-mode errors, per user source line.
 - status.json and fingerprint.json, written when the process finishes or the probe stops it.
 
@@ -31,9 +33,11 @@ probe's other modules, all in this directory and named `_repro_gate_*`:
 - _repro_gate_trajectory: writing trajectory.jsonl and matching a reference trajectory (the
   reference variable names run A's probe directory, or, from earlier gates, its rank 0 file).
 - Imported once torch is: _repro_gate_steps (one step's record), _repro_gate_step_inputs (the
-  input batch), _repro_gate_digest, _repro_gate_alerts, _repro_gate_fingerprint; and for the
+  input batch), _repro_gate_digest and _repro_gate_host_read (the lagged read),
+  _repro_gate_alerts, _repro_gate_fingerprint; and for the
   localisation run only, _repro_gate_localise and _repro_gate_rerun (each module call of the
   divergent step run again from the state it started in).
+- _repro_gate_cost_arms: in the cost run (mode "cost"), the knobs switched between blocks.
 """
 
 from __future__ import annotations
@@ -66,8 +70,9 @@ from _repro_gate_contract import (
     TRAJECTORY_FILE,
     rank_file,
 )
+from _repro_gate_cost_arms import CostArms, cost_arms
 from _repro_gate_files import int_env, read_json, write_json
-from _repro_gate_import_watch import ImportWatcher
+from _repro_gate_import_watch import ImportWatcher, import_optional
 from _repro_gate_param_names import ParameterNames
 from _repro_gate_patches import chain_excepthooks, wrap_backward, wrap_showwarnmsg
 from _repro_gate_ranks import rank_and_world_size, reference_path
@@ -76,7 +81,7 @@ from _repro_gate_trajectory import ReferenceTrajectory, TrajectoryWriter
 if TYPE_CHECKING:
     from _repro_gate_alerts import AlertRecorder
     from _repro_gate_step_inputs import StepInputs
-    from _repro_gate_steps import StepEvidence
+    from _repro_gate_steps import StepRecorder
 
 MAX_ERRORS = 20
 _PROBE_DIR = os.path.dirname(os.path.realpath(__file__))
@@ -114,7 +119,7 @@ class Probe:
         self.strict = os.environ.get(ENV_DETERMINISM) == "strict"
         self.seed: int = int_env(ENV_SEED, 0, self._error) or 0
         self.max_steps = int_env(ENV_MAX_STEPS, None, self._error)
-        if self.mode not in ("deterministic", "default"):
+        if self.mode not in ("deterministic", "default", "cost"):
             self._error(f"unknown {ENV_MODE} {self.mode!r}: observing only")
         self.steps = 0
         self.stopped: str | None = None
@@ -126,9 +131,10 @@ class Probe:
         self._reference: ReferenceTrajectory | None = None
         self._param_names = ParameterNames(self._on_root_call)
         self._inputs: StepInputs | None = None  # set once torch is imported
-        self._before_step: StepEvidence | None = None  # set by the optimizer step pre-hook
+        self._recorder: StepRecorder | None = None  # set once torch is imported
         self._torch: Any = None
         self._fingerprint: Any = None
+        self._arms: CostArms | None = None  # the cost run's arms, once torch is imported
 
     @property
     def deterministic(self) -> bool:
@@ -183,6 +189,8 @@ class Probe:
         self.steps = 0
         self.stopped = self.stop_step = None
         self._trajectory = self._reference = None
+        if self._recorder is not None:
+            self._recorder.reset()
 
     def _on_numpy_imported(self, numpy: ModuleType) -> None:
         try:
@@ -207,7 +215,8 @@ class Probe:
             self._install_torch_hooks(torch)
         except Exception as error:
             self._error(f"installing torch hooks: {error!r}")
-        self._fingerprint = self._import_fingerprint()
+        self._fingerprint = import_optional("_repro_gate_fingerprint", "the fingerprint module",
+                                            self._error)
         if self._fingerprint is not None:
             try:
                 self._fingerprint.install_torch_observers()
@@ -218,11 +227,13 @@ class Probe:
     def _install_torch_hooks(self, torch: Any) -> None:
         from _repro_gate_alerts import WARNING_PATTERN, AlertRecorder
         from _repro_gate_step_inputs import StepInputs
+        from _repro_gate_steps import StepRecorder
 
         self._alerts = AlertRecorder(
             [os.path.dirname(torch.__file__), _PROBE_DIR], lambda: self.steps + 1
         )
         self._inputs = StepInputs(torch, self._error)
+        self._recorder = StepRecorder(self._inputs)
         warnings.filterwarnings("always", message=WARNING_PATTERN, category=UserWarning)
         wrap_showwarnmsg(self._on_warning, self._error)
         wrap_backward(torch, self._note_loss)
@@ -230,20 +241,11 @@ class Probe:
         optimizers.register_optimizer_step_pre_hook(self._before_optimizer_step)
         optimizers.register_optimizer_step_post_hook(self._on_optimizer_step)
         self._param_names.watch_forward(True)
+        self._arms = cost_arms(self.mode, torch, self._error)
         if os.environ.get(ENV_LOCALISE_STEP):
             from _repro_gate_localise import install as install_localiser
 
             install_localiser(torch, self.out_dir, self._error)
-
-    def _import_fingerprint(self) -> Any:
-        try:
-            import _repro_gate_fingerprint
-        except ImportError:
-            return None
-        except Exception as error:
-            self._error(f"importing the fingerprint module: {error!r}")
-            return None
-        return _repro_gate_fingerprint
 
     # ----- loss ----------------------------------------------------------------------------
 
@@ -253,11 +255,6 @@ class Probe:
             self.last_loss = tensor.detach()
         else:
             self.last_loss = None
-
-    def _loss_bits(self) -> str | None:
-        if self.last_loss is None:
-            return None
-        return float.hex(float(self.last_loss.item()))
 
     # ----- steps ---------------------------------------------------------------------------
 
@@ -269,14 +266,15 @@ class Probe:
             if not self._is_mine():
                 return
         try:
-            record = self._record_step(optimizer)
+            records = self._record_step(optimizer)
         except Exception as error:
-            self._error(f"recording step {self.steps + 1}: {error!r}")
-            record = None
-        if record is not None and self._reference is not None and self._reference.differs(record):
-            self._stop("divergence")
+            self._error(f"recording step {self.steps}: {error!r}")
+            records = []
+        for record in records:  # on an accelerator: the previous step's (lagged)
+            if self._reference is not None and self._reference.differs(record):
+                self._stop("divergence", record["step"])
         if self.max_steps is not None and self.steps >= self.max_steps:
-            self._stop("max_steps")
+            self._stop("max_steps", self.steps)
         self.last_step_end = time.perf_counter()
 
     def _on_root_call(self, module: Any, args: Any, kwargs: Any) -> None:
@@ -286,29 +284,29 @@ class Probe:
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not self._is_mine() or self.stopped:
             return
-        from _repro_gate_steps import evidence_before_step
         started = time.perf_counter()
         try:
             named, _ = self._param_names.named_parameters(optimizer)
-            self._before_step = evidence_before_step(optimizer, named, first=self.steps == 0)
+            if self._recorder is not None:
+                self._recorder.before_step(optimizer, named, self.steps + 1)
         except Exception as error:
             self._error(f"recording gradients at step {self.steps + 1}: {error!r}")
-            self._before_step = None
         self.last_step_end += time.perf_counter() - started  # the probe's time is not the step's
 
-    def _record_step(self, optimizer: Any) -> dict[str, Any]:
-        from _repro_gate_steps import step_digests
-
-        elapsed = time.perf_counter() - self.last_step_end
+    def _record_step(self, optimizer: Any) -> list[dict[str, Any]]:
+        """The records this step completed (written), to match against the reference."""
+        header = {"step": self.steps + 1, "time": time.perf_counter() - self.last_step_end}
         named, complete = self._param_names.named_parameters(optimizer)
         self._param_names.watch_forward(not complete)
-        before, self._before_step = self._before_step, None
-        record = {"step": self.steps + 1, "time": elapsed, "loss": self._loss_bits()}
-        record.update(step_digests(optimizer, named, before, self._inputs))
+        if self._arms is not None:  # labels the step's record (its header) with its arm
+            self._arms.on_step(header, self._write_json)
         self.steps += 1
+        if self._recorder is None:
+            return []
+        records = self._recorder.after_step(optimizer, named, header, self.last_loss)
         if self._trajectory is not None:
-            self._trajectory.append(record)
-        return record
+            self._trajectory.extend(records)
+        return records
 
     def _claim(self) -> None:
         """At the first step: learn the rank, take its files and its reference trajectory."""
@@ -326,9 +324,9 @@ class Probe:
         else:
             self._start_writing()
 
-    def _stop(self, reason: str) -> None:
+    def _stop(self, reason: str, step: int) -> None:
         self.stopped = reason
-        self.stop_step = self.steps
+        self.stop_step = step  # on an accelerator, a divergence is seen a step later
         self.finish()
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
@@ -358,6 +356,7 @@ class Probe:
             return
         try:
             if self._trajectory is not None:
+                self._trajectory.extend(self._recorder.flush() if self._recorder else [])
                 self._trajectory.flush()
             alerts = self._alerts.as_json() if self._alerts is not None else []
             self._write_json(ALERTS_FILE, alerts)

@@ -1,4 +1,8 @@
-"""The trajectory file: one JSON line per optimizer step, and a reference trajectory to match."""
+"""The trajectory file: one JSON line per optimizer step, and a reference trajectory to match.
+
+On an accelerator a step's line is written at the next step (its values are read back lagged),
+and matched then: fail-fast stops run B one step after its first divergent step.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,11 @@ class TrajectoryWriter:
             self._handle = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (kept open)
         self._handle.write(json.dumps(record) + "\n")
         self._handle.flush()
+
+    def extend(self, records: list[dict[str, Any]]) -> None:
+        """Write the records completed at once (on an accelerator, the previous step's)."""
+        for record in records:
+            self.append(record)
 
     def flush(self) -> None:
         """Flush what was written; nothing when no step was."""

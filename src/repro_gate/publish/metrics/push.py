@@ -57,6 +57,7 @@ COUNTER_NAMES = (
     sli.RUNS + "_total",
     sli.CHECKPOINT_COMPARISONS + "_total",
     sli.CHECKPOINT_MATCHES + "_total",
+    sli.COST_BUDGET_FAILURES + "_total",
 )
 
 
@@ -249,8 +250,9 @@ def push_once(
     deadline = deadline or Deadline(DEFAULT_METRICS_TIMEOUT)
     previous = read_group(target, deadline)
     short_wait = ""
-    if previous is None or not previous.has(sli.RUNS + "_total"):
-        # A new group: publish zeroed counters first so the increment is an increase.
+    if previous is None or _unseeded(previous, sli.increments(manifest)):
+        # A new group (or a counter new to it): publish zeroed counters first so the increment
+        # is an increase.
         put_group(target, sli.counter_families(previous or sli.GroupState(), None), deadline)
         # The wait fits inside the deadline, leaving time to read and PUT once more.
         wait = min(target.new_group_wait, max(0.0, deadline.remaining() - FINAL_EXCHANGE_SECONDS))
@@ -272,6 +274,15 @@ def push_once(
         return Outcome(counted=True, note="late push: counted, newer gauges kept" + short_wait)
     put_group(target, counters + sli.gauge_families(manifest, previous), deadline)
     return Outcome(counted=True, note="counted" + short_wait)
+
+
+def _unseeded(previous: sli.GroupState, added: sli.Increments) -> bool:
+    """Whether a counter this run increments has never been at 0 in the group: a new group, or
+    the budget counter in a group older than it."""
+    budget = sli.COST_BUDGET_FAILURES + "_total"
+    return not previous.has(sli.RUNS + "_total") or (
+        added.cost_budget_failures > 0 and not previous.has(budget)
+    )
 
 
 def read_group(target: Target, deadline: Deadline) -> sli.GroupState | None:

@@ -24,9 +24,13 @@ from prometheus_client.core import (
 
 from repro_gate.compare.structured import is_number as _is_number
 from repro_gate.probe import read_trajectory
+from repro_gate.publish.metrics.cost_families import cost_families
+from repro_gate.render.cost_text import over_budget_only
 
 VERDICTS = ("pass", "fail", "error")
 MODES = ("deterministic", "default")
+# Run durations also cover the cost run; its steps mix both arms, so it has no step-time spread.
+RUN_MODES = (*MODES, "cost")
 CHECKPOINT_KINDS = ("torch", "safetensors")
 UNKNOWN = "unknown"
 MAX_LABEL_LENGTH = 64
@@ -35,6 +39,8 @@ MAX_LABEL_LENGTH = 64
 RUNS = "repro_gate_runs"
 CHECKPOINT_COMPARISONS = "repro_gate_checkpoint_comparisons"
 CHECKPOINT_MATCHES = "repro_gate_checkpoint_matches"
+# Fails on the cost budget alone: reproducible runs, which the reproducibility SLI counts as good.
+COST_BUDGET_FAILURES = "repro_gate_cost_budget_failures"
 LAST_RUN = "repro_gate_last_run_timestamp_seconds"
 LAST_SUCCESS = "repro_gate_last_success_timestamp_seconds"
 
@@ -65,6 +71,7 @@ class Increments:
     runs: dict[str, int]
     checkpoint_comparisons: int
     checkpoint_matches: int
+    cost_budget_failures: int
 
 
 def series_key(name: str, labels: dict[str, str]) -> SeriesKey:
@@ -88,13 +95,15 @@ def run_timestamp(manifest: dict[str, Any]) -> float | None:
 
 
 def increments(manifest: dict[str, Any]) -> Increments:
-    """What this run adds: one run under its verdict, and its checkpoint comparisons."""
+    """What this run adds: one run under its verdict, its checkpoint comparisons, and whether
+    it failed on the cost budget alone."""
     compared, matched = checkpoint_counts(manifest)
     verdict = manifest.get("verdict")
     return Increments(
         runs={name: int(name == verdict) for name in VERDICTS},
         checkpoint_comparisons=compared,
         checkpoint_matches=matched,
+        cost_budget_failures=int(over_budget_only(manifest)),
     )
 
 
@@ -140,7 +149,16 @@ def counter_families(previous: GroupState, added: Increments | None) -> list[Met
         [],
         previous.get(CHECKPOINT_MATCHES + "_total") + (added.checkpoint_matches if added else 0),
     )
-    return [runs, compared, matches]
+    budget = CounterMetricFamily(
+        COST_BUDGET_FAILURES,
+        "Gate runs that failed on the cost budget alone (reproducible, but over budget).",
+    )
+    budget.add_metric(
+        [],
+        previous.get(COST_BUDGET_FAILURES + "_total")
+        + (added.cost_budget_failures if added else 0),
+    )
+    return [runs, compared, matches, budget]
 
 
 def gauge_families(manifest: dict[str, Any], previous: GroupState) -> list[Metric]:
@@ -163,7 +181,7 @@ def gauge_families(manifest: dict[str, Any], previous: GroupState) -> list[Metri
     for name in VERDICTS:
         last_verdict.add_metric([name], float(name == verdict))
     families.append(last_verdict)
-    families.extend(_cost_families(manifest.get("cost")))
+    families.extend(cost_families(manifest.get("cost")))
     families.append(_durations(manifest.get("runs") or []))
     spread = _step_spread(manifest)
     if spread is not None:
@@ -275,37 +293,13 @@ def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, value=float(value))
 
 
-def _cost_families(cost: Any) -> list[Metric]:
-    if not isinstance(cost, dict):
-        return []
-    families: list[Metric] = []
-    pct = cost.get("pct")
-    if _is_number(pct):
-        families.append(
-            _gauge(
-                "repro_gate_determinism_cost_ratio",
-                "Extra step time of deterministic mode over default mode (0.25: 25% slower).",
-                pct / 100.0,
-            )
-        )
-    steps = GaugeMetricFamily(
-        "repro_gate_step_duration_seconds", "Median optimizer step time, by mode.", labels=["mode"]
-    )
-    for mode, key in (("deterministic", "det_step_seconds"), ("default", "default_step_seconds")):
-        if _is_number(cost.get(key)):
-            steps.add_metric([mode], float(cost[key]))
-    if steps.samples:
-        families.append(steps)
-    return families
-
-
 def _durations(runs: list[dict[str, Any]]) -> GaugeMetricFamily:
     family = GaugeMetricFamily(
         "repro_gate_run_duration_seconds",
         "Mean wall time of the last run's runs, by mode.",
         labels=["mode"],
     )
-    for mode in MODES:
+    for mode in RUN_MODES:
         seconds = [float(run["wall_seconds"]) for run in runs if run.get("mode") == mode]
         if seconds:
             family.add_metric([mode], statistics.fmean(seconds))
@@ -314,7 +308,9 @@ def _durations(runs: list[dict[str, Any]]) -> GaugeMetricFamily:
 
 def _step_spread(manifest: dict[str, Any]) -> GaugeMetricFamily | None:
     """Standard deviation of per-step times by mode, from the trajectories in the run dirs."""
-    warmup = int((manifest.get("cost") or {}).get("warmup_steps") or 0)
+    cost = manifest.get("cost") or {}
+    # The warm-up is in the cost's `design` (schema 3); older manifests kept it at the top.
+    warmup = int((cost.get("design") or {}).get("warmup_steps") or cost.get("warmup_steps") or 0)
     family = GaugeMetricFamily(
         "repro_gate_step_duration_stddev_seconds",
         "Standard deviation of optimizer step times after warm-up, by mode.",

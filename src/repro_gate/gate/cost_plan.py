@@ -1,0 +1,68 @@
+"""The cost run's design: the arm of every optimizer step, which the probe follows.
+
+One process, determinism switched at run time between blocks of `cost.block_steps` steps
+(docs/performance.md, "Cost of determinism"): after `cost.warmup` steps that rotate through the
+arms (so each arm's first-use costs, such as cuDNN autotuning, fall outside the timed blocks),
+`cost.blocks` rounds of one block per arm, the order reversed every other round (default, det |
+det, default | ...) so that a linear drift of the machine's speed cancels over each two rounds.
+With `cost.breakdown` a third arm (determinism on, fill_uninitialized_memory off) sits between
+the two, and one profiled census block of the deterministic and default arms ends the run.
+The plan starts in the default arm: step 1 runs before the probe can switch anything.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from repro_gate.config import CostConfig
+
+ARM_DETERMINISTIC = "deterministic"
+ARM_NO_FILL = "deterministic_no_fill"
+ARM_DEFAULT = "default"
+
+
+@dataclass(frozen=True)
+class CostPlan:
+    """Which arm each step of the cost run is in: warm-up, timed blocks, census blocks."""
+
+    arms: tuple[str, ...]  # as the manifest lists them: deterministic first, default last
+    warmup: tuple[str, ...]  # one arm per warm-up step
+    blocks: tuple[str, ...]  # one arm per timed block, round after round
+    census: tuple[str, ...]  # one arm per profiled block after the timed ones
+    block_steps: int
+    rounds: int  # planned rounds: one block per arm each, so `blocks` per arm
+
+    @property
+    def timed_steps(self) -> int:
+        """Steps up to the end of the last timed block."""
+        return len(self.warmup) + len(self.blocks) * self.block_steps
+
+    @property
+    def steps(self) -> int:
+        """Steps the cost run takes when the training is long enough, census included."""
+        return self.timed_steps + len(self.census) * self.block_steps
+
+    def to_env(self) -> str:
+        """The plan as the probe reads it from REPRO_GATE_COST_PLAN."""
+        return json.dumps({"warmup": list(self.warmup), "blocks": list(self.blocks),
+                           "census": list(self.census), "block_steps": self.block_steps},
+                          separators=(",", ":"))
+
+
+def plan(cost: CostConfig) -> CostPlan:
+    """The design of the cost run for `cost`."""
+    arms = (ARM_DETERMINISTIC, ARM_NO_FILL, ARM_DEFAULT) if cost.breakdown else (
+        ARM_DETERMINISTIC, ARM_DEFAULT)
+    forward = arms[::-1]  # default first
+    blocks = tuple(arm for index in range(cost.blocks)
+                   for arm in (forward if index % 2 == 0 else arms))
+    warmup = tuple(forward[index % len(forward)] for index in range(cost.warmup))
+    census = (ARM_DETERMINISTIC, ARM_DEFAULT) if cost.breakdown else ()
+    return CostPlan(arms, warmup, blocks, census, cost.block_steps, cost.blocks)
+
+
+def max_steps(cost: CostConfig) -> int:
+    """Where the probe stops the cost run: the end of the plan, or `cost.steps` if sooner."""
+    planned = plan(cost).steps
+    return min(planned, cost.steps) if cost.steps > 0 else planned

@@ -1,0 +1,242 @@
+"""Isolated virtual environments built from a set of pins, cached and reused.
+
+The pins come from a lock (`Lock.pins()`), or from a lock with some packages moved to the
+candidate's versions (`changes.apply_changes`, what the culprit search asks for). A pin set is
+already resolved, so nothing is resolved again: `uv venv`, then `uv pip install --no-deps` of
+the exact pins (`python -m venv` and pip when uv is missing). A mixture of two locks may be
+inconsistent (`harmless 1.1` needs `leaf>=1.1`, the mixture pins `leaf 1.0`): every build ends
+with a check, and an inconsistent set is a LOCK_UNRESOLVABLE GateError, which the search treats
+as "skip". Installing can fail too (a version without a wheel for this platform): that is an
+ENVIRONMENT GateError.
+
+The cache: one directory per key, the sha256 of (interpreter, its version, the pins, the
+inherit flag, and with it the inherited versions), under `cache_dir`. `env.json` is written
+last, so a build that was interrupted is never reused: it is removed and built again. An
+inconsistent set is recorded too, so asking again costs nothing. A lock file per key lets two
+gates share the cache.
+
+`inherit_site_packages`: the environment is created with `--system-site-packages` over the
+base interpreter, and a `.pth` file adds the base's own site directories (when the gate runs
+from a virtual environment, its packages are not the system's), after the environment's own:
+the environment's pins win, the rest is the base's. A pin the base already meets by PEP 440
+(`torch 2.13.0+cpu` meets `torch==2.13.0`) is not installed.
+
+Docker mode (not built yet): the environments must live inside the user's training image,
+since one built in the gate's own container never reaches the training. `DockerEnvironments`
+will be a `BuildEnvironment` too: a sibling container from the image (by digest) runs the same
+steps with uv mounted in, the cache being a volume keyed by image digest and pins, and the
+training container then mounts that volume and runs `Environment.python`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from repro_gate.errors import ErrorKind, GateError, one_line
+from repro_gate.fingerprint.lockfiles import canonical_name
+from repro_gate.upgrade.installer import failure_line, run_tool, uv_binary
+from repro_gate.upgrade.interpreter import Interpreter, inspect, satisfies, unmet
+
+ENV_MARKER = "env.json"  # written last: its presence means the environment is complete
+PINS_FILE = "repro-gate-pins.txt"  # the pins installed, as a requirements file
+INHERIT_PTH = "_repro_gate_inherit.pth"
+KEY_LENGTH = 32  # hex digits of the key in directory names
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A built environment: run the training with `python`."""
+
+    python: Path
+    lock_sha256: str  # sha256 of the pin set (`name==version` lines, sorted): its identity
+    pins: dict[str, str]
+    reused: bool  # found complete in the cache: nothing was built
+    path: Path
+    installed: tuple[str, ...] = ()  # pins installed in it; the others come from the base
+
+
+# The seam between the search and where environments live: pins in, environment out.
+BuildEnvironment = Callable[[Mapping[str, str]], Environment]
+
+
+@dataclass(frozen=True)
+class _Marker:
+    """`env.json`: what was built, and whether the pins turned out consistent."""
+
+    key: str
+    tool: str
+    base_python: str
+    pins: dict[str, str]
+    installed: list[str] = field(default_factory=list)
+    inherited: dict[str, str] = field(default_factory=dict)  # name -> the base's version
+    problems: list[str] = field(default_factory=list)  # empty: consistent
+
+
+@dataclass(frozen=True)
+class LocalEnvironments:
+    """Environments on this host: a `BuildEnvironment`."""
+
+    cache_dir: Path
+    inherit_site_packages: bool = False
+    base_python: Path = Path(sys.executable)
+    index_args: tuple[str, ...] = ()  # where packages come from: `--no-index --find-links DIR`
+    use_uv: bool = True  # False: python -m venv and pip even when uv is there
+
+    def __call__(self, pins: Mapping[str, str]) -> Environment:
+        """The environment of exactly `pins`, from the cache or built now."""
+        pins = dict(sorted((canonical_name(name), version) for name, version in pins.items()))
+        inherited = self._inherited(pins)
+        key = self._key(pins, inherited)
+        path = self.cache_dir.expanduser() / key[:KEY_LENGTH]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _exclusive(path.with_name(path.name + ".lock")):
+            marker = _read_marker(path, key)
+            reused = marker is not None
+            if marker is None:
+                marker = self._build(path, key, pins, inherited)
+        if marker.problems:
+            more = f" (and {len(marker.problems) - 1} more)" if len(marker.problems) > 1 else ""
+            raise GateError(f"the pins do not resolve: {marker.problems[0]}{more}",
+                            kind=ErrorKind.LOCK_UNRESOLVABLE)
+        return Environment(_python(path), pins_sha256(pins), pins, reused, path,
+                           tuple(marker.installed))
+
+    @cached_property
+    def _base(self) -> Interpreter:
+        return inspect(self.base_python)
+
+    @cached_property
+    def _uv(self) -> Path | None:
+        return uv_binary() if self.use_uv else None
+
+    def _inherited(self, pins: Mapping[str, str]) -> dict[str, str]:
+        """The pins the base interpreter already meets: name -> its version."""
+        if not self.inherit_site_packages:
+            return {}
+        seen = self._base.distributions
+        return {name: seen[name].version for name, version in pins.items()
+                if name in seen and satisfies(seen[name].version, version)}
+
+    def _key(self, pins: Mapping[str, str], inherited: Mapping[str, str]) -> str:
+        identity = {"python": self._base.executable, "version": self._base.version,
+                    "pins": pins, "inherit": self.inherit_site_packages,
+                    "inherited": inherited,
+                    "site": self._base.site_dirs if self.inherit_site_packages else []}
+        return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
+
+    def _build(self, path: Path, key: str, pins: dict[str, str],
+               inherited: dict[str, str]) -> _Marker:
+        if path.exists():
+            shutil.rmtree(path)  # no marker: a build that did not finish
+        self._create(path)
+        install = {name: version for name, version in pins.items() if name not in inherited}
+        (path / PINS_FILE).write_text("".join(f"{n}=={v}\n" for n, v in install.items()))
+        if install:
+            self._install(path)
+        marker = _Marker(key, "uv" if self._uv else "pip", self._base.executable, pins,
+                         sorted(install), inherited, self._check(path, pins))
+        _write_marker(path, marker)
+        return marker
+
+    def _create(self, path: Path) -> None:
+        flag = ["--system-site-packages"] if self.inherit_site_packages else []
+        if self._uv:
+            argv = [self._uv, "venv", "--quiet", "--no-project", "--python", self.base_python,
+                    *flag, path]
+        else:
+            argv = [self.base_python, "-m", "venv", *flag, path]
+        self._run(argv, path.parent, f"cannot create the environment {path}")
+        if self.inherit_site_packages:
+            site = _site_packages(path)
+            added = "; ".join(f"site.addsitedir({entry!r})" for entry in self._base.site_dirs)
+            # `import` lines of a .pth file run at start-up; addsitedir also reads the base's
+            # own .pth files (editable installs), which a plain path line would not.
+            (site / INHERIT_PTH).write_text(f"import site; {added}\n" if added else "")
+
+    def _install(self, path: Path) -> None:
+        pins_file = path / PINS_FILE
+        if self._uv:
+            argv = [self._uv, "pip", "install", "--python", _python(path), "--no-deps",
+                    *self.index_args, "-r", pins_file]
+        else:
+            argv = [_python(path), "-m", "pip", "install", "--no-deps", *self.index_args,
+                    "-r", pins_file]
+        self._run(argv, path, f"cannot install the pins into {path}")
+
+    def _check(self, path: Path, pins: Mapping[str, str]) -> list[str]:
+        """Why the installed set is inconsistent (empty: it is consistent)."""
+        if self.inherit_site_packages:
+            return unmet(inspect(_python(path)), pins)
+        if self._uv:
+            completed = run_tool([self._uv, "pip", "check", "--python", _python(path)], path)
+            problems = [line.strip() for line in completed.stdout.splitlines()
+                        if line.strip().startswith("The package")]
+        else:
+            completed = run_tool([_python(path), "-m", "pip", "check"], path)
+            problems = [line.strip() for line in completed.stdout.splitlines() if line.strip()]
+        if completed.returncode != 0 and not problems:
+            problems = [failure_line(completed)]
+        return problems if completed.returncode != 0 else []
+
+    def _run(self, argv: list[str | Path], cwd: Path, what: str) -> None:
+        try:
+            completed = run_tool(argv, cwd)
+        except OSError as error:
+            raise GateError(f"{what}: {one_line(error)}", kind=ErrorKind.ENVIRONMENT) from None
+        if completed.returncode != 0:
+            raise GateError(f"{what}: {failure_line(completed)}", kind=ErrorKind.ENVIRONMENT)
+
+
+def pins_sha256(pins: Mapping[str, str]) -> str:
+    """The identity of a pin set: sha256 of its sorted `name==version` lines."""
+    text = "".join(f"{canonical_name(n)}=={v}\n" for n, v in sorted(pins.items()))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _python(path: Path) -> Path:
+    return path / "bin" / "python"
+
+
+def _site_packages(path: Path) -> Path:
+    found = sorted(path.glob("lib/*/site-packages"))
+    if not found:
+        raise GateError(f"cannot create the environment {path}: it has no site-packages",
+                        kind=ErrorKind.ENVIRONMENT)
+    return found[0]
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """One build of a key at a time, across processes; the kernel releases it with the fd."""
+    descriptor = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
+
+
+def _read_marker(path: Path, key: str) -> _Marker | None:
+    """The marker of a complete environment of `key`, or None (absent, damaged, other key)."""
+    try:
+        marker = _Marker(**json.loads((path / ENV_MARKER).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    return marker if marker.key == key and _python(path).exists() else None
+
+
+def _write_marker(path: Path, marker: _Marker) -> None:
+    """Atomically, so that a reader sees no marker or a whole one."""
+    temporary = path / (ENV_MARKER + ".tmp")
+    temporary.write_text(json.dumps(asdict(marker), indent=2, sort_keys=True) + "\n")
+    os.replace(temporary, path / ENV_MARKER)

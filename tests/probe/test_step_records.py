@@ -1,0 +1,145 @@
+"""Step records through the real probe, in real training processes: read back one step late on an
+accelerator's path, and sampled on CPU for large tensors, with the caveat the cause then carries.
+
+No GPU here: "as an accelerator" runs the training with the probe treating CPU as one (the probe's
+`HOST_DEVICE_TYPES` emptied before the training starts), so its records take the batched,
+asynchronously copied path and fail-fast sees each record a step late, as on a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from repro_gate.compare.trajectory import compare_trajectories
+from repro_gate.probe import (
+    INJECT_DIR,
+    STATUS_FILE,
+    STOP_EXIT_CODE,
+    TRAJECTORY_FILE,
+    probe_output_dir,
+    read_json,
+    read_trajectory,
+)
+
+pytest.importorskip("torch")
+
+SCRIPTS = Path(__file__).parents[1] / "scripts"
+AS_ACCELERATOR = """
+import runpy, sys
+import torch  # first, as a training does: the probe then sets itself up
+import _repro_gate_host_read
+_repro_gate_host_read.HOST_DEVICE_TYPES = frozenset()  # the probe's records take the GPU path
+runpy.run_path(sys.argv[1], run_name="__main__")
+"""
+# A 90,300-element weight (353 rows, sampled on CPU in 16 blocks of 23 rows) and an optimizer
+# that, at step 3 of run B only, nudges one element of its row 0: step 3 samples rows 46 to 68.
+LARGE_MODEL = """
+import os, torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(300, 301), torch.nn.Tanh(), torch.nn.Linear(301, 1))
+
+class NudgingSGD(torch.optim.SGD):
+    count = 0
+
+    def step(self, closure=None):
+        super().step(closure)
+        self.count += 1
+        if self.count == 3 and os.environ.get("NUDGE"):
+            with torch.no_grad():
+                model[0].weight.view(-1)[7] += 1e-3
+
+optimizer = NudgingSGD(model.parameters(), lr=0.01)
+for step in range(1, 7):
+    x = torch.randn(16, 300)
+    loss = model(x).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def run(script: Path, run_dir: Path, *, accelerator: bool = False,
+        extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a training the way the gate does (probe injected, deterministic mode)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_GATE_")}
+    env.update(PYTHONPATH=str(INJECT_DIR), PYTHONHASHSEED="0", REPRO_GATE_RUN_DIR=str(run_dir),
+               REPRO_GATE_MODE="deterministic", REPRO_GATE_SEED="1234", **(extra_env or {}))
+    command = [sys.executable, str(script)]
+    if accelerator:
+        wrapper = run_dir / "as_accelerator.py"
+        wrapper.write_text(AS_ACCELERATOR)
+        command = [sys.executable, str(wrapper), str(script)]
+    return subprocess.run(command, env=env, cwd=run_dir, capture_output=True, text=True,
+                          timeout=180)
+
+
+def without_times(steps: list[dict]) -> list[dict]:
+    return [{k: v for k, v in step.items() if k != "time"} for step in steps]
+
+
+def test_fail_fast_on_an_accelerator_stops_one_step_after_the_divergence(tmp_path: Path) -> None:
+    first = run(SCRIPTS / "noisy_step3.py", tmp_path / "a")
+    assert first.returncode == 0, first.stderr
+    reference = probe_output_dir(tmp_path / "a") / TRAJECTORY_FILE
+    second = run(SCRIPTS / "noisy_step3.py", tmp_path / "b", accelerator=True,
+                 extra_env={"REPRO_GATE_REFERENCE_TRAJECTORY": str(reference)})
+    assert second.returncode == STOP_EXIT_CODE, second.stderr
+    assert "finished all steps" not in second.stdout
+    steps_a, steps_b = read_trajectory(tmp_path / "a"), read_trajectory(tmp_path / "b")
+    # Step 3's record is read (and matched) at step 4: B stops there, every record exact.
+    assert [step["step"] for step in steps_b] == [1, 2, 3, 4]
+    assert without_times(steps_b[:2]) == without_times(steps_a[:2])
+    status = read_json(tmp_path / "b", STATUS_FILE)
+    assert (status["stopped"], status["stop_step"], status["steps"]) == ("divergence", 3, 4)
+    divergence = compare_trajectories(steps_a, steps_b, ("A", "B"))["first_divergence"]
+    assert divergence is not None
+    assert (divergence["step"], divergence["cause"]) == (3, "input")
+
+
+def test_lagged_records_equal_those_read_at_once_and_the_last_is_flushed(tmp_path: Path) -> None:
+    at_once = run(SCRIPTS / "train_unseeded.py", tmp_path / "cpu")
+    lagged = run(SCRIPTS / "train_unseeded.py", tmp_path / "gpu_path", accelerator=True)
+    assert at_once.returncode == lagged.returncode == 0, lagged.stderr
+    assert at_once.stdout == lagged.stdout  # the same training: the same last loss
+    steps = without_times(read_trajectory(tmp_path / "gpu_path"))
+    assert steps == without_times(read_trajectory(tmp_path / "cpu"))
+    assert [step["step"] for step in steps] == [1, 2, 3, 4, 5]
+    assert read_json(tmp_path / "gpu_path", STATUS_FILE)["errors"] == []
+    stopped = run(SCRIPTS / "train_unseeded.py", tmp_path / "max_steps", accelerator=True,
+                  extra_env={"REPRO_GATE_MAX_STEPS": "2"})
+    assert stopped.returncode == STOP_EXIT_CODE
+    assert without_times(read_trajectory(tmp_path / "max_steps")) == steps[:2]
+
+
+def test_sampled_records_find_a_divergence_in_an_unsampled_row_with_a_caveat(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "large_model.py"
+    script.write_text(LARGE_MODEL)
+    first = run(script, tmp_path / "a")
+    assert first.returncode == 0, first.stderr
+    steps_a = read_trajectory(tmp_path / "a")
+    assert [step.get("sampled") for step in steps_a] == [16] * 6
+    reference = probe_output_dir(tmp_path / "a") / TRAJECTORY_FILE
+    second = run(script, tmp_path / "b", extra_env={
+        "NUDGE": "1", "REPRO_GATE_REFERENCE_TRAJECTORY": str(reference)})
+    assert second.returncode == STOP_EXIT_CODE, second.stderr
+    steps_b = read_trajectory(tmp_path / "b")
+    # The nudge of step 3 is in a row that step 3 does not sample; step 4's loss shows it and
+    # fail-fast stops there. Whole records would say `optimizer` at step 3; sampled ones say
+    # `forward` at step 4, and that it may have begun in unsampled rows of steps 1 to 3.
+    assert [step["step"] for step in steps_b] == [1, 2, 3, 4]
+    assert without_times(steps_b[:3]) == without_times(steps_a[:3])
+    divergence = compare_trajectories(steps_a, steps_b, ("A", "B"))["first_divergence"]
+    assert divergence is not None
+    assert (divergence["step"], divergence["cause"]) == (4, "forward")
+    assert divergence["note"] == (
+        "parameters and gradients of large tensors were sampled (1/16 of each per step), so the"
+        " divergence may have begun in rows not sampled, in the backward pass or the optimizer"
+        " of steps 1 to 3")

@@ -49,6 +49,7 @@ def gate(output: Path, steps: int | None, extra: list[str]) -> dict[str, Any]:
         "pct": cost.get("pct"),
         "ci95_pct": cost.get("ci95_pct"),
         "pairs": (cost.get("design") or {}).get("pairs"),
+        "block_steps": (cost.get("design") or {}).get("block_steps"),
         "pair_pcts": cost.get("pair_pcts") or [],
         "reason": cost.get("reason"),
         "det_step_ms": _ms(cost.get("det_step_seconds")),

@@ -1,22 +1,25 @@
 """Per-step cost of the repro-gate probe on a model of more than 10M parameters.
 
 Runs the same training (a 10.5M-parameter MLP, Adam, batch 256 by default; with --layers N, a
-stack of N Linear(512, 512) layers instead, 2N parameter tensors) in fresh processes without and
+stack of N Linear(W, W) layers instead, W = --deep-width, 512 by default: 2N + 2 parameter
+tensors) in fresh processes without and
 with the probe (default mode: it only observes), interleaved, several times, and prints as JSON
 the medians of the mean step times and, measured in the worker after training, on its model:
 
 - record_seconds: the probe's step record as it takes it (gradients before the update,
   parameters after it, the input batch, the loss; on CPU, large tensors sampled 1 row in K);
-- record_seconds_by_every: the same with 1 row in k sampled, for k = 1 (whole), 2, 4, 8, 16:
-  what K is chosen from (see docs/performance.md);
+- record_seconds_by_every: the same with 1/k of each large tensor sampled, for k = 1 (whole),
+  4, 16, 32, 64: what K is chosen from (see docs/performance.md);
 - params_only_seconds: as the reference in the same process, the earlier probe's record (the
   parameters' ordered digests only, whole);
 
 and the machine's load average. On a GPU (--device cuda) the record is timed with the device
 synchronised after the last call, so its device time counts, and host_seconds is the time the
-hooks themselves take on the host (they never wait for the device).
+hooks themselves take on the host (they never wait for the device). With --as-accelerator the
+records are timed on CPU as the probe takes them on an accelerator (batched, copied back
+asynchronously, not sampled): with tiny layers, what remains is the hooks' Python work per tensor.
 Usage: python bench/probe_overhead.py [--repeats 5] [--steps 20] [--batch-size 256]
-       [--device cpu|cuda] [--layers N]
+       [--device cpu|cuda] [--layers N] [--deep-width W] [--as-accelerator]
 """
 
 from __future__ import annotations
@@ -38,32 +41,33 @@ WARMUP_STEPS = 3
 WIDTH = 1024
 HIDDEN = 4608
 DEEP_WIDTH = 512
-EVERY = (1, 2, 4, 8, 16)
+EVERY = (1, 4, 16, 32, 64)
+WARMUP_RECORDS = 64  # as many as the largest k: every sampling phase seen once
 MODEL = f"MLP {WIDTH}-{HIDDEN}-{WIDTH}-{WIDTH}-1 (Linear+ReLU), fp32, Adam lr 1e-4, MSE loss"
 
 
-def build_model(layers: int) -> Any:
+def build_model(layers: int, width: int = DEEP_WIDTH) -> Any:
     from torch import nn
 
     if layers:
-        blocks = [module for _ in range(layers)
-                  for module in (nn.Linear(DEEP_WIDTH, DEEP_WIDTH), nn.ReLU())]
-        return nn.Sequential(*blocks, nn.Linear(DEEP_WIDTH, 1))
+        blocks = [module for _ in range(layers) for module in (nn.Linear(width, width), nn.ReLU())]
+        return nn.Sequential(*blocks, nn.Linear(width, 1))
     return nn.Sequential(
         nn.Linear(WIDTH, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, WIDTH), nn.ReLU(),
         nn.Linear(WIDTH, WIDTH), nn.ReLU(), nn.Linear(WIDTH, 1),
     )
 
 
-def worker(steps: int, batch_size: int, device: str, layers: int) -> None:
+def worker(args: argparse.Namespace) -> None:
     """Train the model and print the mean seconds per step (the probe is active if injected)."""
     import torch
     from torch import nn
 
-    model = build_model(layers).to(device)
+    steps, device = args.steps, args.device
+    model = build_model(args.layers, args.deep_width).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
-    data = torch.randn(batch_size, DEEP_WIDTH if layers else WIDTH, device=device)
-    target = torch.randn(batch_size, 1, device=device)
+    data = torch.randn(args.batch_size, args.deep_width if args.layers else WIDTH, device=device)
+    target = torch.randn(args.batch_size, 1, device=device)
     started = 0.0
     loss = None
     for step in range(WARMUP_STEPS + steps):
@@ -79,7 +83,11 @@ def worker(steps: int, batch_size: int, device: str, layers: int) -> None:
     # The probe's recordings alone, in this process, on the trained model (its gradients are
     # still there): measured without noise from the other process.
     sys.path.insert(0, str(INJECT_DIR))
+    import _repro_gate_host_read
     from _repro_gate_digest import finish_digests, start_digests
+
+    if args.as_accelerator:
+        _repro_gate_host_read.HOST_DEVICE_TYPES = frozenset()
 
     named = list(model.named_parameters())
 
@@ -132,8 +140,12 @@ def _synchronize(torch: Any, device: str) -> None:
 
 def _time_per_call(function: Callable[[], None], calls: int, torch: Any, device: str,
                    wait: bool = True) -> float:
-    """Mean seconds per call, the device's queued work included unless not `wait`."""
-    function()
+    """Mean seconds per call, the device's queued work included unless not `wait`.
+
+    Warmed up over WARMUP_RECORDS calls first: a training's record reaches its steady state
+    once every sampling phase has been seen (its layouts are built once, then cached)."""
+    for _ in range(WARMUP_RECORDS):
+        function()
     _synchronize(torch, device)
     started = time.perf_counter()
     for _ in range(calls):
@@ -152,7 +164,9 @@ def measure(with_probe: bool, args: argparse.Namespace, run_dir: str) -> dict[st
             PYTHONPATH=str(INJECT_DIR), REPRO_GATE_RUN_DIR=run_dir, REPRO_GATE_MODE="default"
         )
     command = [sys.executable, __file__, "--worker", "--steps", str(args.steps), "--batch-size",
-               str(args.batch_size), "--device", args.device, "--layers", str(args.layers)]
+               str(args.batch_size), "--device", args.device, "--layers", str(args.layers),
+               "--deep-width", str(args.deep_width)]
+    command += ["--as-accelerator"] if args.as_accelerator else []
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -174,9 +188,10 @@ def summarise(off: list[dict[str, Any]], on: list[dict[str, Any]],
     by_every = {every: statistics.median(r["record_seconds_by_every"][every] for r in runs)
                 for every in runs[0]["record_seconds_by_every"]}
     return {
-        "model": MODEL if not args.layers else f"{args.layers} x Linear({DEEP_WIDTH}, "
-                 f"{DEEP_WIDTH})+ReLU, Linear({DEEP_WIDTH}, 1), fp32, Adam, MSE loss",
-        "device": args.device, "params": runs[0]["params"], "tensors": runs[0]["tensors"],
+        "model": MODEL if not args.layers else f"{args.layers} x Linear({args.deep_width}, "
+                 f"{args.deep_width})+ReLU, Linear({args.deep_width}, 1), fp32, Adam, MSE loss",
+        "device": args.device, "as_accelerator": args.as_accelerator,
+        "params": runs[0]["params"], "tensors": runs[0]["tensors"],
         "batch_size": args.batch_size, "steps_per_run": args.steps, "repeats": args.repeats,
         "torch_threads": runs[0]["threads"],
         "step_seconds_off": round(step_off, 6), "step_seconds_on": round(step_on, 6),
@@ -209,10 +224,13 @@ def main() -> int:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--layers", type=int, default=0, help="a deep model of N layers")
+    parser.add_argument("--deep-width", type=int, default=DEEP_WIDTH, help="its layers' width")
+    parser.add_argument("--as-accelerator", action="store_true",
+                        help="time the records on CPU as on an accelerator")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        worker(args.steps, args.batch_size, args.device, args.layers)
+        worker(args)
         return 0
     off: list[dict[str, Any]] = []
     on: list[dict[str, Any]] = []

@@ -1,5 +1,5 @@
-"""Without torch the package imports, metric files compare, identical checkpoints pass by bytes,
-and differing checkpoints say what to install."""
+"""Without torch the package imports, metric files compare, checkpoints are read tensor by tensor
+(tests/compare/test_reader_without_torch.py has the detail), and broken ones are one-line errors."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import torch
 
 SCRIPT = """
 import json, sys
@@ -22,14 +24,15 @@ for name in ("model.pt", "model.safetensors"):
         compare_artifact(folder / name, folder / ("other-" + name), name, None)
     except GateError as error:
         out[name] = [error.kind, str(error)]
-same = compare_artifact(folder / "model.pt", folder / "model.pt", "model.pt", None)
+same = compare_artifact(folder / "real.pt", folder / "real.pt", "real.pt", None)
 out["identical"] = [same["kind"], same["status"], same["note"]]
 out["torch_loaded"] = sys.modules["torch"] is not None
 print(json.dumps(out))
 """
 
 
-def test_checkpoints_need_torch_and_say_how_to_install_it(tmp_path: Path) -> None:
+def test_checkpoints_need_no_torch_and_broken_ones_say_why(tmp_path: Path) -> None:
+    torch.save({"w": torch.ones(2)}, tmp_path / "real.pt")
     (tmp_path / "m.json").write_text('{"loss": 1}')
     (tmp_path / "model.pt").write_bytes(b"PK\x03\x04")
     (tmp_path / "model.safetensors").write_bytes(b"\0" * 8)
@@ -47,19 +50,15 @@ def test_checkpoints_need_torch_and_say_how_to_install_it(tmp_path: Path) -> Non
     assert json.loads(completed.stdout) == {
         "json": "equal",
         "model.pt": [
-            "missing_dependency",
-            "comparing model.pt tensor by tensor needs torch: pip install 'repro-gate[torch]'",
+            "checkpoint_unreadable",
+            "cannot read checkpoint model.pt from run A: not a complete torch checkpoint"
+            " (truncated zip?)",
         ],
         "model.safetensors": [
-            "missing_dependency",
-            "comparing model.safetensors tensor by tensor needs torch: "
-            "pip install 'repro-gate[torch]'",
+            "checkpoint_unreadable",
+            "cannot read checkpoint model.safetensors from run A: header is not JSON"
+            " (Expecting value: line 1 column 1 (char 0))",
         ],
-        "identical": [
-            "bytes",
-            "equal",
-            "identical bytes; tensors not inspected because torch is not installed"
-            " (pip install 'repro-gate[torch]')",
-        ],
+        "identical": ["torch", "equal", "1 of 1 tensors bitwise equal (equal ones not listed)"],
         "torch_loaded": False,
     }

@@ -97,6 +97,16 @@ def test_every_ref_is_local_or_a_sibling_file(path: Path) -> None:
         assert pointed(resolved, pointer), f"{ref}: nothing at #{pointer}"
 
 
+@pytest.mark.parametrize("path", schema_files(), ids=lambda p: p.name)
+def test_every_schema_is_valid_2020_12(path: Path) -> None:
+    """`check-jsonschema --check-metaschema`: each file is a valid schema, offline."""
+    completed = subprocess.run(
+        [CHECK_JSONSCHEMA, "--no-cache", "--check-metaschema", str(SCHEMAS / path.name)],
+        cwd=ROOT, env={**os.environ, **OFFLINE}, capture_output=True, text=True, timeout=120,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
 def test_the_manifest_of_a_real_check(gate_output: Path) -> None:
     validate("manifest.schema.json", gate_output / "manifest.json")
 

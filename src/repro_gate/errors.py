@@ -76,6 +76,7 @@ class ErrorKind(StrEnum):
     LOCKFILE = "lockfile"  # the lockfile is missing, unreadable or not a pinned lock
     LOCK_UNRESOLVABLE = "lock_unresolvable"  # a candidate lock or a mix of pins does not resolve
     ENVIRONMENT = "environment"  # an environment could not be built from the pins
+    BASELINE_NOT_REPRODUCIBLE = "baseline_not_reproducible"  # the current lock fails the gate
     # the gate itself
     CANCELLED = "cancelled"  # interrupted (Ctrl-C, SIGTERM) before a verdict
     LOCKED = "locked"  # another gate is using the output directory or the working directory

@@ -8,6 +8,7 @@ skipping them.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -224,12 +225,28 @@ REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
 ACTION_IMAGE = "repro-gate-test/action"
 
 
+BASE_LINE = re.compile(r"^FROM \S+ AS base$", re.MULTILINE)
+
+
+def dockerfile_on(base: str, directory: Path) -> Path:
+    """The repository's Dockerfile with its base line pointing at `base` (the public base
+    cannot be pulled here), written in `directory`."""
+    text = (REPOSITORY_ROOT / "Dockerfile").read_text()
+    replaced, count = BASE_LINE.subn(f"FROM {base} AS base", text)
+    assert count == 1, "the Dockerfile has no `FROM <image> AS base` line"
+    path = directory / "Dockerfile"
+    path.write_text(replaced)
+    return path
+
+
 @pytest.fixture(scope="session")
-def action_image(docker_client: docker.DockerClient, python_image: PinnedImage) -> str:
+def action_image(docker_client: docker.DockerClient, python_image: PinnedImage,
+                 tmp_path_factory: pytest.TempPathFactory) -> str:
     """The action image from the repository's Dockerfile, on a locally built Python base."""
+    dockerfile = dockerfile_on(python_image.tag, tmp_path_factory.mktemp("action-dockerfile"))
     image, _ = docker_client.images.build(
         path=str(REPOSITORY_ROOT),
-        buildargs={"BASE_IMAGE": python_image.tag},
+        dockerfile=str(dockerfile),
         tag=f"{ACTION_IMAGE}:latest",
         rm=True,
         forcerm=True,

@@ -23,6 +23,17 @@ def test_own_container_id_comes_from_mountinfo(tmp_path: Path) -> None:
     assert own_container_id(mountinfo) == CONTAINER
 
 
+def test_another_containers_mounts_on_the_host_are_not_taken_for_our_own(tmp_path: Path) -> None:
+    # A dockerd sharing the host's mount namespace leaves its containers' mounts in every
+    # process's mountinfo: only /etc/hostname, /etc/hosts and /etc/resolv.conf say "ours".
+    mountinfo = tmp_path / "mountinfo"
+    mountinfo.write_text(
+        "25 1 0:22 / / rw - ext4 /dev/vda rw\n"
+        f"300 25 0:70 / /var/lib/docker/containers/{CONTAINER}/mounts/shm rw - tmpfs shm rw\n")
+
+    assert own_container_id(mountinfo, dockerenv=tmp_path / "no-dockerenv") is None
+
+
 def test_paths_map_through_the_longest_mount() -> None:
     translator = PathTranslator([
         ("/github/workspace", "/home/runner/_work/repo/repo"),

@@ -7,6 +7,7 @@ its "time", "arm" and, in the timed blocks, "block" (the probe's side is the end
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -38,6 +39,7 @@ from repro_gate.gate.cost_plan import (
     CostPlan,
     max_steps,
     plan,
+    reference_steps,
 )
 from repro_gate.probe import read_trajectory
 
@@ -99,10 +101,21 @@ def test_the_plan_starts_in_the_default_arm_and_reverses_every_other_round() -> 
     assert breakdown.steps == 12 + 4
 
 
-def test_the_cost_run_stops_at_the_end_of_the_plan_or_at_cost_steps() -> None:
-    assert max_steps(CostConfig(warmup=3, block_steps=4, blocks=6)) == 3 + 6 * 2 * 4
+def test_the_gate_caps_the_cost_run_at_cost_steps_only() -> None:
+    # The probe ends the run at the end of its plan, whose blocks it may lengthen.
+    assert max_steps(CostConfig(warmup=3, block_steps=4, blocks=6)) == 0
     assert max_steps(CostConfig(warmup=3, block_steps=4, blocks=6, steps=20)) == 20
-    assert max_steps(CostConfig(warmup=3, block_steps=4, blocks=6, steps=500)) == 51
+    assert json.loads(plan(CostConfig(block_seconds=0.5)).to_env())["block_seconds"] == 0.5
+
+
+def test_the_reference_trains_long_enough_for_the_longest_blocks() -> None:
+    # Blocks of 0.25 s at no less than 0.2 ms a step: 1250 steps; 2 arms of `blocks` blocks
+    # after 5 warm-up steps.
+    blocks = CostConfig().blocks
+    assert reference_steps(CostConfig()) == 5 + blocks * 2 * 1250
+    assert reference_steps(CostConfig(block_seconds=0, block_steps=4)) == 5 + blocks * 2 * 4
+    assert reference_steps(CostConfig(breakdown=True)) == 5 + (blocks * 3 + 2) * 1250
+    assert reference_steps(CostConfig(steps=300)) == 300
 
 
 # --- the interval --------------------------------------------------------------------------------
@@ -130,7 +143,8 @@ def test_a_drifting_machine_cancels_out_and_is_measured() -> None:
     assert cost["status"] == "measured" and "reason" not in cost
     assert cost["basis"] == "blocks"
     assert cost["design"] == {"arms": ["deterministic", "default"], "block_steps": 4,
-                              "blocks": 6, "pairs": 6, "warmup_steps": 2}
+                              "block_steps_planned": 4, "blocks": 6, "pairs": 6,
+                              "warmup_steps": 2}
     low, high = cost["ci95_pct"]
     assert low <= 26.0 <= high and high - low < 20
     assert abs(cost["pct"] - 26.0) < 0.01
@@ -164,6 +178,26 @@ def test_a_training_too_short_for_the_blocks_is_inconclusive_not_an_error() -> N
         " the design needs 51 (3 warm-up + 6 x 2 blocks of 4)")
     assert cost["pct"] is not None  # kept, but never to be shown alone
     assert valid(dict(cost)) == []
+
+
+def test_the_gate_times_the_blocks_the_probe_lengthened() -> None:
+    config = CostConfig(warmup=3, block_steps=4, blocks=6)
+    lengthened = dataclasses.replace(plan(config), block_steps=10)  # as the probe ran it
+    records = trajectory(lengthened, drifting(1.0, 1))
+    report = {"unavailable": [], "errors": [], "census": {}, "block_steps": 10,
+              "block_steps_planned": 4, "step_seconds": 0.1}
+    cost = cost_of_determinism(records, plan(config), config, report)
+    assert (cost["design"]["block_steps"], cost["design"]["block_steps_planned"]) == (10, 4)
+    assert cost["design"]["pairs"] == 6 and abs(cost["pct"] - 26.0) < 0.01
+    assert valid(dict(cost)) == []
+    # Without the probe's word the gate falls back to the plan's blocks, which match none.
+    assert cost_of_determinism(records, plan(config), config)["design"]["pairs"] == 0
+    # A training that ends early says how long the lengthened design is.
+    short = cost_of_determinism(records[:3 + 2 * 20 + 5], plan(config), config, report)
+    assert short["reason"] == (
+        "too few block pairs were timed (2, 3 needed): the cost run took 48 optimizer steps,"
+        " the design needs 123 (3 warm-up + 6 x 2 blocks of 10, lengthened from 4 to last"
+        " 0.25 s)")
 
 
 def test_without_any_step_nothing_is_timed() -> None:
@@ -275,6 +309,8 @@ def test_ops_need_both_census_blocks() -> None:
         (["--cost-block-steps", "0"], "cost.block_steps: must be an integer from 1 to 100"),
         (["--cost-max-width", "0"], "cost.max_width_pct: must be a number > 0"),
         (["--cost-max-pct", "-1"], "cost.max_pct: must be a number >= 0"),
+        (["--cost-block-seconds", "-1"], "cost.block_seconds: must be a number from 0 to 60"),
+        (["--cost-block-seconds", "61"], "cost.block_seconds: must be a number from 0 to 60"),
         (["--cost-max-pct", "nan"], "cost.max_pct: must be a finite number >= 0, got nan"),
     ],
 )
@@ -292,6 +328,8 @@ def test_cost_action_inputs() -> None:
     assert from_action_inputs(inputs) == {"cost": {"max_pct": 10.0, "blocks": 8,
                                                    "breakdown": True}}
     assert from_action_inputs({"INPUT_COST-BREAKDOWN": "false"}) == {"cost": {"breakdown": False}}
+    assert from_action_inputs({"INPUT_COST-BLOCK-SECONDS": "0.5"}) == {
+        "cost": {"block_seconds": 0.5}}
     with pytest.raises(ConfigError, match="input cost-breakdown: must be true or false, got 'y'"):
         from_action_inputs({"INPUT_COST-BREAKDOWN": "y"})
     with pytest.raises(ConfigError, match="input cost-max-pct: must be a number, got 'ten'"):
@@ -357,7 +395,8 @@ def test_check_measures_in_one_cost_run_that_alternates_its_arms(project: Path) 
     cost = manifest["cost"]
     assert cost["basis"] == "blocks"
     assert cost["design"] == {"arms": ["deterministic", "deterministic_no_fill", "default"],
-                              "block_steps": 2, "blocks": 3, "pairs": 3, "warmup_steps": 1}
+                              "block_steps": 2, "block_steps_planned": 2, "blocks": 3,
+                              "pairs": 3, "warmup_steps": 1}
     assert cost["status"] in ("measured", "inconclusive")
     assert ("reason" in cost) == (cost["status"] == "inconclusive")
     low, high = cost["ci95_pct"]

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import requests
+from fake_runners import ActionsState, installation_token, runner_route
 from openapi_core import OpenAPI
 from openapi_core.contrib.requests import RequestsOpenAPIRequest
 
@@ -90,6 +91,7 @@ class FakeGitHub:
         self.annotations: dict[int, list[dict[str, Any]]] = {}
         self.statuses: list[dict[str, Any]] = []
         self.comments: dict[int, list[dict[str, Any]]] = {}
+        self.actions = ActionsState()  # self-hosted runners, the App installation (fake_runners)
         self.down = False  # every request answered 503, like an outage
         self._scripted: list[tuple[str, re.Pattern[str], deque[Answer]]] = []
         self._ids = itertools.count(1_000_001)
@@ -159,6 +161,8 @@ class FakeGitHub:
         if scripted is not None:
             return self._send(handler, scripted)
         token = handler.headers.get("Authorization", "").removeprefix("Bearer ")
+        if path.startswith("/app/"):  # authenticated by the App's JWT, not by a token
+            return self._send(handler, self._app_token(path, token))
         principal = self.tokens.get(token)
         if principal is None:
             return self._send(handler, Answer(401, body={"message": "Bad credentials"}))
@@ -230,6 +234,10 @@ class FakeGitHub:
         self, method: str, path: str, query: dict[str, str], body: Any, who: Principal
     ) -> Answer:
         parts = path.strip("/").split("/")
+        runners = runner_route(self.actions, method, parts, query, body, self.base_url,
+                               may_write=who.can_write)
+        if runners is not None:
+            return Answer(runners[0], headers=runners[1], body=runners[2])
         if len(parts) < 3 or parts[0] != "repos":
             return Answer(404, body={"message": "Not Found"})
         owner, repo, rest = parts[1], parts[2], parts[3:]
@@ -251,6 +259,13 @@ class FakeGitHub:
             case "PATCH", ["issues", "comments", comment_id]:
                 return self._update_comment(int(comment_id), body, who)
         return Answer(404, body={"message": "Not Found"})
+
+    def _app_token(self, path: str, jwt: str) -> Answer:
+        with self._lock:
+            (status, headers, body), token = installation_token(self.actions, path, jwt)
+            if token:
+                self.tokens[token] = Principal("repro-gate-runner[bot]", "repro-gate-runner")
+        return Answer(status, headers=headers, body=body)
 
     def _create_check_run(self, owner: str, repo: str, body: dict, who: Principal) -> Answer:
         if who.app_slug is None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +62,14 @@ def test_a_failed_atomic_write_keeps_the_old_file_and_no_temporary(tmp_path: Pat
         manifest.write_json_atomic(path, {"not json": object()})
     assert json.loads(path.read_text(encoding="utf-8")) == {"kept": True}
     assert [p.name for p in tmp_path.iterdir()] == ["data.json"]
+
+
+def test_an_atomic_write_gives_the_file_the_mode_open_would(tmp_path: Path) -> None:
+    # In the action's container the gate is root: a 0600 manifest could not be uploaded by the
+    # runner's user.
+    previous = os.umask(0o022)
+    try:
+        manifest.write_json_atomic(tmp_path / "data.json", {"a": 1})
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "data.json").stat().st_mode) == 0o644

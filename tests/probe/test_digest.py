@@ -67,6 +67,8 @@ def test_digest_follows_its_documented_formula_on_every_path(
 ) -> None:
     digest = probe_module("_repro_gate_digest")
     host_read = probe_module("_repro_gate_host_read")
+    batching = probe_module("_repro_gate_batch_sums")
+    row_sums = probe_module("_repro_gate_row_sums")
     tensors = sample_tensors()
     for ordered in (True, False):
         wanted = [expected(t, ordered) for t in tensors]
@@ -75,7 +77,7 @@ def test_digest_follows_its_documented_formula_on_every_path(
             # The accelerators' path (batched, copied back asynchronously), taken here on CPU.
             patch.setattr(host_read, "HOST_DEVICE_TYPES", frozenset())
             assert digest.digest_tensors(tensors, ordered=ordered) == wanted
-            patch.setattr(digest, "CHUNK_ELEMENTS", 1024)  # several chunks, one tensor alone
+            patch.setattr(batching, "CHUNK_ELEMENTS", 1024)  # several chunks, one tensor alone
             assert digest.digest_tensors(tensors, ordered=ordered) == wanted
 
     # The path taken on accelerators (multiply and row sum) gives the same row sums as the
@@ -84,9 +86,9 @@ def test_digest_follows_its_documented_formula_on_every_path(
     for dtype in (torch.int8, torch.int16, torch.int32, torch.int64):
         info = torch.iinfo(dtype)
         rows = torch.randint(info.min, info.max, (64, 256), generator=generator, dtype=dtype)
-        weights = digest._column_weights(rows.device, dtype)
+        weights = row_sums.column_weights(rows.device, dtype)
         assert torch.equal(
-            digest._row_sums_elementwise(rows, weights), digest._row_sums_matmul(rows, weights)
+            row_sums.row_sums_elementwise(rows, weights), row_sums.row_sums_matmul(rows, weights)
         )
 
 
@@ -94,6 +96,7 @@ def test_sampled_digest_covers_every_row_within_k_steps(
     probe_module: Callable[[str], ModuleType],
 ) -> None:
     digest = probe_module("_repro_gate_digest")
+    row_sums = probe_module("_repro_gate_row_sums")
     generator = torch.Generator().manual_seed(9)
     large = torch.randn(300 * 256 + 17, generator=generator)  # 301 rows (the last partial)
     small = torch.randn(1000, generator=generator)
@@ -106,8 +109,10 @@ def test_sampled_digest_covers_every_row_within_k_steps(
         assert digest.finish_digests(pending)[0] == [
             expected(large, False, every, phase), expected(small, False)  # small: in full
         ]
-        segment = digest._Segment.of(0, digest.as_integers(large), sample)
-        sums.append(digest._segment_sum(segment, False).item())
+        part, sampled = digest.member(0, large, sample)
+        assert sampled
+        ints = row_sums.as_integers(part.source)
+        sums.append(row_sums.segment_sum(ints, part.first_row, False).item())
     # The K samples add up to the full digest's sum: every row is in exactly one of them.
     assert sum(sums) & MASK == row_total(large, False) & MASK
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from repro_gate.compare.cause import classify
 from repro_gate.compare.trajectory import compare_trajectories
 from repro_gate.probe import (
     INJECT_DIR,
@@ -36,8 +37,8 @@ import _repro_gate_host_read
 _repro_gate_host_read.HOST_DEVICE_TYPES = frozenset()  # the probe's records take the GPU path
 runpy.run_path(sys.argv[1], run_name="__main__")
 """
-# A 90,300-element weight (353 rows, sampled on CPU in 16 blocks of 23 rows) and an optimizer
-# that, at step 3 of run B only, nudges one element of its row 0: step 3 samples rows 46 to 68.
+# A 90,300-element weight (353 rows, sampled on CPU in 32 blocks of 12 rows) and an optimizer
+# that, at step 3 of run B only, nudges one element of its row 0: step 3 samples rows 24 to 35.
 LARGE_MODEL = """
 import os, torch
 torch.manual_seed(0)
@@ -125,7 +126,7 @@ def test_sampled_records_find_a_divergence_in_an_unsampled_row_with_a_caveat(
     first = run(script, tmp_path / "a")
     assert first.returncode == 0, first.stderr
     steps_a = read_trajectory(tmp_path / "a")
-    assert [step.get("sampled") for step in steps_a] == [16] * 6
+    assert [step.get("sampled") for step in steps_a] == [32] * 6
     reference = probe_output_dir(tmp_path / "a") / TRAJECTORY_FILE
     second = run(script, tmp_path / "b", extra_env={
         "NUDGE": "1", "REPRO_GATE_REFERENCE_TRAJECTORY": str(reference)})
@@ -140,6 +141,28 @@ def test_sampled_records_find_a_divergence_in_an_unsampled_row_with_a_caveat(
     assert divergence is not None
     assert (divergence["step"], divergence["cause"]) == (4, "forward")
     assert divergence["note"] == (
-        "parameters and gradients of large tensors were sampled (1/16 of each per step), so the"
+        "parameters and gradients of large tensors were sampled (1/32 of each per step), so the"
         " divergence may have begun in rows not sampled, in the backward pass or the optimizer"
         " of steps 1 to 3")
+
+
+def test_causes_on_sampled_records_say_what_sampling_cannot_rule_out() -> None:
+    def record(step: int, sampled: int | None, **changed: object) -> dict:
+        entry = {"step": step, "loss": "0x1p+0", "inputs": "i", "params": {"w": "p"},
+                 "grads": {"w": "g"}, "init": {"w": "0"}, **changed}
+        return entry if sampled is None else {**entry, "sampled": sampled}
+
+    def note(step: int, sampled: int | None, **changed: object) -> tuple[str, str | None]:
+        diagnosis = classify(record(step, sampled), record(step, sampled, **changed))
+        return diagnosis["cause"], diagnosis.get("note")
+
+    caveat = ("parameters and gradients of large tensors were sampled (1/32 of each per step),"
+              " so the divergence may have begun in rows not sampled, in the backward pass or"
+              " the optimizer of ")
+    assert note(40, 32, loss="0x1p+1") == ("forward", caveat + "steps 9 to 39")
+    assert note(5, 32, grads={"w": "h"}, loss="0x1p+0") == ("backward", caveat + "steps 1 to 4")
+    assert note(1, 32, params={"w": "q"}) == ("optimizer", caveat + "step 1")
+    # At step 1 the parameters before the step are the initial ones, recorded whole.
+    assert note(1, 32, loss="0x1p+1") == ("forward", None)
+    assert note(3, 32, inputs="j") == ("input", None)
+    assert note(3, None, loss="0x1p+1") == ("forward", None)  # whole records: exact

@@ -49,7 +49,10 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                       help="timed blocks per arm, one interval unit each"
                            f" (default {CostConfig.blocks})")
     cost.add_argument("--cost-block-steps", type=int, metavar="N",
-                      help=f"optimizer steps per block (default {CostConfig.block_steps})")
+                      help=f"fewest optimizer steps per block (default {CostConfig.block_steps})")
+    cost.add_argument("--cost-block-seconds", type=float, metavar="S",
+                      help="lengthen blocks to last at least S seconds, 0: off"
+                           f" (default {CostConfig.block_seconds:g})")
     cost.add_argument("--cost-max-width", type=float, metavar="PCT",
                       help="widest 95%% interval reported as measured, in percentage points"
                            f" (default {CostConfig.max_width_pct:g})")

@@ -15,6 +15,7 @@ from repro_gate.launch import cancel
 # Subcommand name -> module in repro_gate.cli.commands; each module has `add_parser` and `run`.
 COMMANDS = {
     "check": "check",
+    "upgrade": "upgrade",
     "compare": "compare",
     "fingerprint": "fingerprint",
     "diff": "diff",
@@ -22,6 +23,7 @@ COMMANDS = {
     "report": "report",
     "push": "push",
     "action": "action",
+    "runner": "runner",
 }
 
 

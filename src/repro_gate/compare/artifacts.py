@@ -6,21 +6,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from repro_gate.compare.fields import FieldPattern
-from repro_gate.compare.files import compare_bytes, sha256_file
+from repro_gate.compare.files import compare_bytes
 from repro_gate.compare.status import EQUAL, MISSING_IN_A, MISSING_IN_B, worst
 from repro_gate.compare.structured import compare_structured, diff_leaf, summary
 from repro_gate.compare.tolerance import Tolerance
-from repro_gate.errors import MissingDependencyError
 
 if TYPE_CHECKING:
     from repro_gate.compare.checkpoints import Checkpoint
 
 TORCH_SUFFIXES = {".pt", ".pth", ".ckpt", ".bin"}
 STRUCTURED_SUFFIXES = {".json": "json", ".yaml": "yaml", ".yml": "yaml"}
-NO_TORCH_NOTE = (
-    "identical bytes; tensors not inspected because torch is not installed"
-    " (pip install 'repro-gate[torch]')"
-)
 
 
 def compare_artifact(
@@ -49,18 +44,13 @@ def compare_artifact(
 def compare_checkpoints(
     path_a: Path, path_b: Path, rel_path: str, kind: str, tolerance: Tolerance | None
 ) -> dict[str, Any]:
-    """Compare two checkpoints tensor by tensor, or by bytes when they cannot be loaded safely."""
-    try:
-        from repro_gate.compare import checkpoints
-    except ModuleNotFoundError as error:
-        if error.name != "torch":
-            raise
-        # Identical files need no tensor view, so a gate image without torch still passes them.
-        if sha256_file(path_a) == sha256_file(path_b):
-            return compare_bytes(path_a, path_b, rel_path, note=NO_TORCH_NOTE)
-        raise MissingDependencyError(
-            f"comparing {rel_path} tensor by tensor", "torch: pip install 'repro-gate[torch]'"
-        ) from error
+    """Compare two checkpoints tensor by tensor, or by bytes when they cannot be loaded safely.
+
+    Neither kind needs torch: it is only the fallback for torch.save files the reader refuses.
+    """
+    # Imported here: numpy and the readers cost start-up time that most gates never need.
+    from repro_gate.compare import checkpoints
+
     load = checkpoints.load_torch if kind == "torch" else checkpoints.load_safetensors
     try:
         checkpoint_a = load(path_a, rel_path, "A")
@@ -78,7 +68,8 @@ def checkpoint_result(
     tolerance: Tolerance | None,
 ) -> dict[str, Any]:
     """The `artifact_comparison` of two loaded checkpoints; equal tensors counted, not listed."""
-    from repro_gate.compare.tensors import compare_tensors, describe, dtype_name
+    from repro_gate.compare.dtypes import dtype_name
+    from repro_gate.compare.tensors import compare_tensors, describe
 
     tensor_diffs = []
     mismatches = []
@@ -92,8 +83,8 @@ def checkpoint_result(
             tensor_diffs.append(compare_tensors(name, tensor_a, tensor_b, tolerance))
             if tensor_a.dtype != tensor_b.dtype or tensor_a.shape != tensor_b.shape:
                 mismatches.append(
-                    f"{name}: {dtype_name(tensor_a.dtype)}{list(tensor_a.shape)} in A, "
-                    f"{dtype_name(tensor_b.dtype)}{list(tensor_b.shape)} in B"
+                    f"{name}: {dtype_name(tensor_a)}{list(tensor_a.shape)} in A, "
+                    f"{dtype_name(tensor_b)}{list(tensor_b.shape)} in B"
                 )
     key_diffs = []
     for name in union(a.values, b.values):

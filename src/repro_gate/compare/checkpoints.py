@@ -1,7 +1,9 @@
-"""Reading checkpoints safely: torch.save files with `weights_only=True`, and safetensors.
+"""Reading checkpoints safely: torch.save files and safetensors, with or without torch.
 
-Training code is untrusted, so nothing here ever runs a full unpickler: a checkpoint that
-`weights_only=True` refuses is reported as refused and compared by bytes instead.
+Training code is untrusted, so nothing here ever runs a full unpickler. torch.save files are
+read by the restricted reader (`torch_reader`), which builds nothing but tensors and plain
+values; a file it refuses is loaded with `torch.load(weights_only=True)` when torch is
+installed, and otherwise (or when that refuses too) compared by bytes, with the reason.
 """
 
 from __future__ import annotations
@@ -10,17 +12,19 @@ import io
 import pickle
 import pickletools
 import re
-import warnings
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import torch
+import numpy as np
 
+from repro_gate.compare.safetensors_file import read_safetensors
 from repro_gate.compare.structured import ROOT
-from repro_gate.errors import ErrorKind, GateError, MissingDependencyError, one_line
+from repro_gate.compare.torch_pickle import Corrupt, Refused, Size
+from repro_gate.compare.torch_reader import data_pickle_name, read_torch_save
+from repro_gate.errors import ErrorKind, GateError, one_line
 
 # The first pickle of a legacy (pre-zip) torch.save file holds this number.
 LEGACY_MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
@@ -40,7 +44,7 @@ HOW_TO_GET_TENSORS = (
 class Checkpoint:
     """The leaves of a checkpoint in file order: tensors, and other values (lr, step, ...)."""
 
-    tensors: dict[str, torch.Tensor] = field(default_factory=dict)
+    tensors: dict[str, np.ndarray] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
 
 
@@ -52,10 +56,10 @@ class NotComparable(Exception):
 
 
 def load_torch(path: Path, rel_path: str, run: str) -> Checkpoint:
-    """Load a torch.save file with `weights_only=True` and flatten it to dotted names.
+    """Read a torch.save file and flatten it to dotted names.
 
     Raises NotComparable when the file is no torch.save file (`.bin` only) or holds objects
-    that `weights_only` refuses; GateError(CHECKPOINT_UNREADABLE) when it is corrupt.
+    that neither reader builds; GateError(CHECKPOINT_UNREADABLE) when it is corrupt.
     """
     layout = torch_save_layout(path)
     if layout is None:
@@ -66,11 +70,39 @@ def load_torch(path: Path, rel_path: str, run: str) -> Checkpoint:
         # torch would say `[Errno 22] Invalid argument` or "failed finding central directory".
         raise unreadable(rel_path, run, "not a complete torch checkpoint (truncated zip?)")
     try:
-        loaded = torch_load(path, layout)
-    except pickle.UnpicklingError as error:
+        tree = read_torch_save(path, layout)
+    except Corrupt as error:
+        raise unreadable(rel_path, run, str(error)) from error
+    except Refused as refusal:
         problem = object_pickle_problem(path, layout)
         if problem is not None:
-            raise unreadable(rel_path, run, f"corrupt pickle data ({problem})") from error
+            raise unreadable(rel_path, run, f"corrupt pickle data ({problem})") from refusal
+        tree = load_with_torch(path, layout, rel_path, run, refusal)
+    try:
+        return flattened(tree)
+    except RecursionError as error:
+        message = f"run {run}'s file nests containers too deeply; compared by bytes"
+        raise NotComparable(message) from error
+
+
+def load_with_torch(path: Path, layout: str, rel_path: str, run: str, refusal: Refused) -> Any:
+    """The file through `torch.load(weights_only=True)`, after the restricted reader refused it."""
+    try:
+        from repro_gate.compare import torch_fallback
+    except ModuleNotFoundError as error:
+        if error.name != "torch":
+            raise
+        raise NotComparable(
+            f"the checkpoint reader refused run {run}'s file (it holds {refusal}), so it was "
+            f"compared by bytes and never unpickled (torch is not installed, so "
+            f"torch.load(weights_only=True) was not tried); "
+            f"{HOW_TO_GET_TENSORS}"
+        ) from refusal
+    try:
+        return torch_fallback.to_numpy_tree(torch_fallback.torch_load(path, layout))
+    except Refused as late:
+        raise NotComparable(f"run {run}'s file holds {late}; compared by bytes") from late
+    except pickle.UnpicklingError as error:
         refused = re.search(r"GLOBAL ([\w.]+)", str(error))
         holding = f" (it holds {refused.group(1)})" if refused else ""
         raise NotComparable(
@@ -79,43 +111,27 @@ def load_torch(path: Path, rel_path: str, run: str) -> Checkpoint:
         ) from error
     except Exception as error:
         raise unreadable(rel_path, run, reason(error)) from error
+
+
+def flattened(tree: Any) -> Checkpoint:
+    """The checkpoint's leaves under dotted names: arrays are tensors, the rest values."""
     checkpoint = Checkpoint()
-    for name, leaf in flatten(loaded):
-        bucket = checkpoint.tensors if isinstance(leaf, torch.Tensor) else checkpoint.values
+    for name, leaf in flatten(tree):
+        bucket = checkpoint.tensors if isinstance(leaf, np.ndarray) else checkpoint.values
         bucket[unique_name(name, checkpoint)] = leaf
     return checkpoint
-
-
-def torch_load(path: Path, layout: str) -> Any:
-    """`torch.load(weights_only=True)` on the CPU, memory-mapping zip files where torch can."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if layout == "zip":
-            try:
-                return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-            except (RuntimeError, ValueError):
-                pass  # e.g. a layout mmap does not support; a plain load says what is wrong
-        return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def load_safetensors(path: Path, rel_path: str, run: str) -> Checkpoint:
     """Load a safetensors file (tensors in header order, metadata as `__metadata__.<key>`)."""
     try:
-        from safetensors import safe_open
-    except ImportError as error:
-        raise MissingDependencyError(
-            f"comparing {rel_path} tensor by tensor", "safetensors: pip install 'repro-gate[torch]'"
-        ) from error
-    checkpoint = Checkpoint()
-    try:
-        with safe_open(str(path), framework="pt") as handle:
-            for name in handle.keys():  # noqa: SIM118 (safe_open is not a mapping)
-                checkpoint.tensors[name] = handle.get_tensor(name)
-            for key, value in (handle.metadata() or {}).items():
-                checkpoint.values[f"__metadata__.{key}"] = value
+        tensors, metadata = read_safetensors(path)
+    except Refused as refusal:
+        raise NotComparable(f"run {run}'s file holds {refusal}; compared by bytes") from refusal
     except Exception as error:
         raise unreadable(rel_path, run, reason(error)) from error
-    return checkpoint
+    values = {f"__metadata__.{key}": value for key, value in metadata.items()}
+    return Checkpoint(tensors=tensors, values=values)
 
 
 def unreadable(rel_path: str, run: str, reason: str) -> GateError:
@@ -149,11 +165,6 @@ def zip_holds_pickle(path: Path) -> bool | None:
             return data_pickle_name(archive) is not None
     except (zipfile.BadZipFile, OSError):
         return None
-
-
-def data_pickle_name(archive: zipfile.ZipFile) -> str | None:
-    """The `<prefix>/data.pkl` member of a torch.save zip archive."""
-    return next((n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "data.pkl"), None)
 
 
 def object_pickle_problem(path: Path, layout: str) -> str | None:
@@ -212,7 +223,7 @@ def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     if isinstance(value, dict) and value:
         for key, child in value.items():
             yield from flatten(child, f"{prefix}.{key}" if prefix else str(key))
-    elif isinstance(value, (list, tuple)) and value and not isinstance(value, torch.Size):
+    elif isinstance(value, (list, tuple)) and value and not isinstance(value, Size):
         for index, child in enumerate(value):
             yield from flatten(child, f"{prefix}.{index}" if prefix else str(index))
     else:

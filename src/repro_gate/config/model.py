@@ -96,15 +96,18 @@ class CostConfig:
     """`cost`: the cost run that prices determinism (docs/performance.md, "Cost of determinism").
 
     One process alternates blocks of `block_steps` steps with determinism on and off, `blocks`
-    blocks per arm after `warmup` steps; `steps` caps that run (and the noise-floor runs).
+    blocks per arm after `warmup` steps; the probe lengthens the blocks so that each lasts at
+    least `block_seconds`; `steps` caps that run (and the noise-floor runs).
     """
 
     enabled: bool = True
     steps: int = 0  # at most this many steps per cost or noise-floor run; 0: no cap
-    warmup: int = 3
+    # 5: after each arm's first step, 3 steps (2 with the breakdown) remain to size blocks by
+    warmup: int = 5
     noise_floor: bool = False
-    block_steps: int = 4
-    blocks: int = 8  # per arm: each round of one block per arm is one unit of the interval
+    block_steps: int = 4  # at least this many steps per block
+    block_seconds: float = 0.25  # each block lasts at least this long (0: `block_steps` only)
+    blocks: int = 16  # per arm: each round of one block per arm is one unit of the interval
     max_width_pct: float = 20.0  # a wider 95% interval (percentage points) is inconclusive
     max_pct: float | None = None  # the budget; None: no budget
     breakdown: bool = False  # a third arm without fill_uninitialized_memory, and an op census
@@ -114,7 +117,7 @@ class CostConfig:
 class ReferenceConfig:
     """`reference` (and `device`): the embedded training used when no command is configured."""
 
-    steps: int = 80  # enough for the cost run's default design (3 + 8 x 2 x 4 = 67 steps)
+    steps: int = 80  # runs A and B; the cost run has its own count (gate/cost_plan.py)
     batch_size: int = 32
     width: int = 32
     device: Device = "auto"

@@ -22,6 +22,7 @@ SECTION_FLAGS = (
     ("cost", "enabled", "cost_enabled"), ("cost", "steps", "cost_steps"),
     ("cost", "warmup", "cost_warmup"), ("cost", "noise_floor", "noise_floor"),
     ("cost", "blocks", "cost_blocks"), ("cost", "block_steps", "cost_block_steps"),
+    ("cost", "block_seconds", "cost_block_seconds"),
     ("cost", "max_width_pct", "cost_max_width"), ("cost", "max_pct", "cost_max_pct"),
     ("cost", "breakdown", "cost_breakdown"),
     ("reference", "steps", "steps"), ("reference", "batch_size", "batch_size"),
@@ -35,6 +36,9 @@ SECTION_FLAGS = (
     ("metrics", "pushgateway_url", "pushgateway_url"), ("metrics", "job", "metrics_job"),
     ("metrics", "runner_slot", "runner_slot"), ("metrics", "timeout", "metrics_timeout"),
 )
+# (key of `upgrade`, flag attribute): flags of `repro-gate upgrade` only.
+UPGRADE_FLAGS = (("lock", "upgrade_lock"), ("inherit_site_packages", "inherit_site_packages"),
+                 ("max_bisect_runs", "max_bisect_runs"), ("cache_dir", "env_cache"))
 # Action inputs (action.yml) whose text goes unchanged to a top-level key.
 TEXT_INPUTS = {"name": "name", "image": "image", "baseline": "baseline", "network": "network",
                "output-dir": "output_dir", "working-directory": "workdir", "command": "command"}
@@ -59,6 +63,11 @@ def from_flags(args: argparse.Namespace) -> dict[str, Any]:
     for section, key, attribute in SECTION_FLAGS:
         if getattr(args, attribute) is not None:
             values.setdefault(section, {})[key] = getattr(args, attribute)
+    for key, attribute in UPGRADE_FLAGS:
+        if getattr(args, attribute, None) is not None:
+            values.setdefault("upgrade", {})[key] = getattr(args, attribute)
+    if getattr(args, "upgrade_tolerance", None) is not None:
+        values.setdefault("upgrade", {})["tolerance"] = parse_tolerance(args.upgrade_tolerance)
     return values
 
 
@@ -78,26 +87,52 @@ def from_action_inputs(environ: Mapping[str, str]) -> dict[str, Any]:
         values["tolerance"] = parse_tolerance(tolerance)
     if gpus := action_input(environ, "gpus"):
         values["gpus"] = parse_gpus(gpus)
+    elif slot_gpu := environ.get("REPRO_GATE_GPUS", "").strip():
+        # A `repro-gate runner` slot: its job-started hook wrote the slot's GPU to GITHUB_ENV,
+        # and the slot's Docker proxy refuses any other GPU, so it wins over the config file.
+        values["gpus"] = parse_gpus(slot_gpu)
     if url := action_input(environ, "pushgateway-url"):
         values.setdefault("metrics", {})["pushgateway_url"] = url
     if slot := action_input(environ, "runner-slot"):
         values.setdefault("metrics", {})["runner_slot"] = slot
     values.update(_cost_inputs(environ))
+    values.update(_upgrade_inputs(environ))
     return values
 
 
 def _cost_inputs(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The `cost` keys set by the inputs cost-max-pct, cost-blocks and cost-breakdown."""
+    """The `cost` keys set by the inputs cost-max-pct, cost-blocks, cost-block-seconds and
+    cost-breakdown."""
     cost: dict[str, Any] = {}
     if budget := action_input(environ, "cost-max-pct"):
         cost["max_pct"] = _number("input cost-max-pct", budget, float)
     if blocks := action_input(environ, "cost-blocks"):
         cost["blocks"] = _number("input cost-blocks", blocks, int)
+    if seconds := action_input(environ, "cost-block-seconds"):
+        cost["block_seconds"] = _number("input cost-block-seconds", seconds, float)
     if breakdown := action_input(environ, "cost-breakdown"):
         if breakdown.lower() not in ("true", "false"):
             raise ConfigError(f"input cost-breakdown: must be true or false, got {breakdown!r}")
         cost["breakdown"] = breakdown.lower() == "true"
     return {"cost": cost} if cost else {}
+
+
+def _upgrade_inputs(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The `upgrade` keys set by the inputs lock, inherit-site-packages, upgrade-tolerance and
+    max-bisect-runs (the mode's other inputs choose the candidate, not the configuration)."""
+    upgrade: dict[str, Any] = {}
+    if lock := action_input(environ, "lock"):
+        upgrade["lock"] = lock
+    if inherit := action_input(environ, "inherit-site-packages"):
+        if inherit.lower() not in ("true", "false"):
+            raise ConfigError(
+                f"input inherit-site-packages: must be true or false, got {inherit!r}")
+        upgrade["inherit_site_packages"] = inherit.lower() == "true"
+    if tolerance := action_input(environ, "upgrade-tolerance"):
+        upgrade["tolerance"] = parse_tolerance(tolerance)
+    if runs := action_input(environ, "max-bisect-runs"):
+        upgrade["max_bisect_runs"] = _number("input max-bisect-runs", runs, int)
+    return {"upgrade": upgrade} if upgrade else {}
 
 
 def action_input(environ: Mapping[str, str], name: str) -> str:

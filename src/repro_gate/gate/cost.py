@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypedDict
 
 from repro_gate.config import CostConfig
@@ -36,7 +36,8 @@ BudgetStatus = Literal["over", "within", "inconclusive"]
 
 class Design(TypedDict):
     arms: list[str]
-    block_steps: int
+    block_steps: int  # the length the probe used
+    block_steps_planned: int  # cost.block_steps: the probe lengthens from it
     blocks: int
     pairs: int
     warmup_steps: int
@@ -158,7 +159,8 @@ def cost_of_determinism(
 ) -> Cost:
     """The cost section from the cost run's rank 0 trajectory and the probe's COST_FILE."""
     report = probe_report or {}
-    times = block_times(trajectory, plan.block_steps)
+    block_steps = used_block_steps(report, plan)
+    times = block_times(trajectory, block_steps)
     units = rounds(times, plan)
     overall = estimate(log_ratios(units, ARM_DETERMINISTIC, ARM_DEFAULT))
     cost: Cost = {
@@ -167,14 +169,15 @@ def cost_of_determinism(
         "basis": "blocks" if trajectory else "wall",
         "det_step_seconds": _arm_median(times, ARM_DETERMINISTIC),
         "default_step_seconds": _arm_median(times, ARM_DEFAULT),
-        "design": {"arms": list(plan.arms), "block_steps": plan.block_steps,
-                   "blocks": plan.rounds, "pairs": len(units),
-                   "warmup_steps": len(plan.warmup)},
+        "design": {"arms": list(plan.arms), "block_steps": block_steps,
+                   "block_steps_planned": plan.block_steps, "blocks": plan.rounds,
+                   "pairs": len(units), "warmup_steps": len(plan.warmup)},
         "pair_pcts": [_pct(value) for value in log_ratios(units, ARM_DETERMINISTIC, ARM_DEFAULT)],
         "max_width_pct": float(config.max_width_pct),
         "note": NOTE,
     }
-    reason = inconclusive_reason(overall, config, plan, len(trajectory), report)
+    reason = inconclusive_reason(overall, config, replace(plan, block_steps=block_steps),
+                                 len(trajectory), report)
     cost["status"] = "inconclusive" if reason else "measured"
     if reason:
         cost["reason"] = reason
@@ -186,10 +189,20 @@ def cost_of_determinism(
     return cost
 
 
+def used_block_steps(report: dict[str, Any], plan: CostPlan) -> int:
+    """The block length the probe used (COST_FILE), else the plan's: the probe lengthens the
+    blocks of a quick training to last `cost.block_seconds`."""
+    used = report.get("block_steps")
+    if isinstance(used, int) and not isinstance(used, bool) and used >= plan.block_steps:
+        return used
+    return plan.block_steps
+
+
 def inconclusive_reason(
     overall: Estimate, config: CostConfig, plan: CostPlan, steps: int, report: dict[str, Any]
 ) -> str | None:
-    """Why the figure cannot be reported as measured; None when it can."""
+    """Why the figure cannot be reported as measured; None when it can. `plan` has the
+    block length the probe used."""
     if steps == 0:
         return "no optimizer step was seen, so no block could be timed"
     if overall.units < MIN_PAIRS:
@@ -197,7 +210,7 @@ def inconclusive_reason(
         why = (f"the probe could not switch the determinism knobs ({errors[0]})" if errors
                else f"the cost run took {steps} optimizer steps, the design needs"
                     f" {plan.timed_steps} ({len(plan.warmup)} warm-up + {plan.rounds} x"
-                    f" {len(plan.arms)} blocks of {plan.block_steps})")
+                    f" {len(plan.arms)} blocks of {plan.block_steps}{_lengthened(plan, config)})")
         return f"too few block pairs were timed ({overall.units}, {MIN_PAIRS} needed): {why}"
     width = overall.width
     if width is not None and width > config.max_width_pct:
@@ -244,6 +257,13 @@ def top_ops(census: Any) -> list[OpCost]:
     grown = [op for op in ops if op["det_ms"] > op["default_ms"]]
     grown.sort(key=lambda op: op["default_ms"] - op["det_ms"])
     return grown[:TOP_OPS]
+
+
+def _lengthened(plan: CostPlan, config: CostConfig) -> str:
+    """Why the blocks are longer than `cost.block_steps`, if they are."""
+    if plan.block_steps <= config.block_steps:
+        return ""
+    return f", lengthened from {config.block_steps} to last {config.block_seconds:g} s"
 
 
 def _share(values: list[float]) -> Share:

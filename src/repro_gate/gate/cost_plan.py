@@ -8,11 +8,17 @@ det, default | ...) so that a linear drift of the machine's speed cancels over e
 With `cost.breakdown` a third arm (determinism on, fill_uninitialized_memory off) sits between
 the two, and one profiled census block of the deterministic and default arms ends the run.
 The plan starts in the default arm: step 1 runs before the probe can switch anything.
+
+`block_steps` is the shortest block: at the end of the warm-up the probe times a step and
+lengthens every block to last at least `cost.block_seconds` (so that a timer tick or a
+preemption of a few ms cannot swing a pair), and stops the run at the end of that plan; it
+records the length it used in COST_FILE, which the gate reads (gate/cost.py).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 from repro_gate.config import CostConfig
@@ -20,6 +26,9 @@ from repro_gate.config import CostConfig
 ARM_DETERMINISTIC = "deterministic"
 ARM_NO_FILL = "deterministic_no_fill"
 ARM_DEFAULT = "default"
+# No step of the embedded reference is quicker: its cost run trains long enough for blocks of
+# ceil(block_seconds / this) steps; the probe stops it at the end of its plan.
+REFERENCE_STEP_FLOOR_SECONDS = 0.0002
 
 
 @dataclass(frozen=True)
@@ -30,24 +39,25 @@ class CostPlan:
     warmup: tuple[str, ...]  # one arm per warm-up step
     blocks: tuple[str, ...]  # one arm per timed block, round after round
     census: tuple[str, ...]  # one arm per profiled block after the timed ones
-    block_steps: int
+    block_steps: int  # planned, the shortest: the probe may lengthen the blocks
     rounds: int  # planned rounds: one block per arm each, so `blocks` per arm
+    block_seconds: float = 0.0  # the shortest block in seconds: the probe's lengthening
 
     @property
     def timed_steps(self) -> int:
-        """Steps up to the end of the last timed block."""
+        """Steps up to the end of the last timed block, with blocks of `block_steps`."""
         return len(self.warmup) + len(self.blocks) * self.block_steps
 
     @property
     def steps(self) -> int:
-        """Steps the cost run takes when the training is long enough, census included."""
+        """Steps the cost run takes with blocks of `block_steps`, census included."""
         return self.timed_steps + len(self.census) * self.block_steps
 
     def to_env(self) -> str:
         """The plan as the probe reads it from REPRO_GATE_COST_PLAN."""
         return json.dumps({"warmup": list(self.warmup), "blocks": list(self.blocks),
-                           "census": list(self.census), "block_steps": self.block_steps},
-                          separators=(",", ":"))
+                           "census": list(self.census), "block_steps": self.block_steps,
+                           "block_seconds": self.block_seconds}, separators=(",", ":"))
 
 
 def plan(cost: CostConfig) -> CostPlan:
@@ -59,10 +69,21 @@ def plan(cost: CostConfig) -> CostPlan:
                    for arm in (forward if index % 2 == 0 else arms))
     warmup = tuple(forward[index % len(forward)] for index in range(cost.warmup))
     census = (ARM_DETERMINISTIC, ARM_DEFAULT) if cost.breakdown else ()
-    return CostPlan(arms, warmup, blocks, census, cost.block_steps, cost.blocks)
+    return CostPlan(arms, warmup, blocks, census, cost.block_steps, cost.blocks,
+                    float(cost.block_seconds))
 
 
 def max_steps(cost: CostConfig) -> int:
-    """Where the probe stops the cost run: the end of the plan, or `cost.steps` if sooner."""
-    planned = plan(cost).steps
-    return min(planned, cost.steps) if cost.steps > 0 else planned
+    """The cap the gate sets on the cost run: `cost.steps` (0: none). The probe ends the run
+    at the end of its plan, whose length only it knows (the blocks it lengthened)."""
+    return cost.steps
+
+
+def reference_steps(cost: CostConfig) -> int:
+    """Steps the embedded reference trains in the cost run: enough for the plan with the
+    longest blocks its quickest step could need."""
+    design = plan(cost)
+    longest = max(cost.block_steps,
+                  math.ceil(cost.block_seconds / REFERENCE_STEP_FLOOR_SECONDS))
+    steps = len(design.warmup) + (len(design.blocks) + len(design.census)) * longest
+    return min(steps, cost.steps) if cost.steps > 0 else steps

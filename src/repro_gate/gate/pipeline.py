@@ -7,14 +7,11 @@ for the runs' output. The gate decides and records; the verdict and the comparis
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +45,7 @@ class GateOutcome:
     manifest_path: Path | None
     exit_code: int
     error_detail: str = ""
+    records: list[runs.RunRecord] = field(default_factory=list)  # every run, in order
 
 
 def run_gate(
@@ -71,13 +69,11 @@ def _run_gate(
     started_at = now()
     started = time.monotonic()
     state = GateState()
-    preloading: threading.Thread | None = None
     try:
         check_baseline(config)
         launcher = open_launcher(config)
         state.host_fingerprint = fingerprint.collect_host(config.data, config.workdir)
         publisher.started()
-        preloading = preload_torch()
         execute_runs(config, launcher, state, sink_for)
         sides = [record.side() for record in deterministic(state.records)]
         comparison = compare_runs(sides, config.tolerance, config.compare)
@@ -93,9 +89,6 @@ def _run_gate(
         comparison = empty_comparison(config.tolerance)
     # The verdict is decided: a late signal no longer cuts writing and publishing it short.
     cancel.ignore_from_now()
-    if preloading is not None:
-        # An import still running when the interpreter exits aborts the process (SIGABRT).
-        preloading.join()
     document = assemble(config, state, comparison, started_at, time.monotonic() - started)
     path = _write(document, config.output_dir, state)
     document.update(publisher.finished(document, path))
@@ -106,6 +99,7 @@ def _run_gate(
         manifest_path=path,
         exit_code=EXIT_CODES[document["verdict"]],
         error_detail=state.error.detail if state.error else "",
+        records=state.records,
     )
 
 
@@ -162,16 +156,6 @@ def _error_only(
     except Exception as failure:  # publishing never changes the verdict
         print(f"repro-gate: warning: reporting failed: {one_line(failure)}", file=sys.stderr)
     return GateOutcome(document, path, EXIT_ERROR)
-
-
-def preload_torch() -> threading.Thread | None:
-    """Import torch in the background while the runs train, so comparing checkpoints later
-    does not add its start-up time to the gate; the thread, to join before the gate ends."""
-    if importlib.util.find_spec("torch") is None:
-        return None
-    thread = threading.Thread(target=importlib.import_module, args=("torch",), daemon=True)
-    thread.start()
-    return thread
 
 
 def check_baseline(config: Config) -> None:

@@ -106,10 +106,13 @@ class RunRecord:
         return entry
 
 
-def command_argv(config: Config, launcher: Launcher) -> tuple[list[str], list[Path]]:
+def command_argv(
+    config: Config, launcher: Launcher, steps: int | None = None
+) -> tuple[list[str], list[Path]]:
     """The command to run and the extra PYTHONPATH entries it needs (the reference's directory).
 
-    A command string runs through the shell, as the user wrote it; an argv list runs as is.
+    A command string runs through the shell, as the user wrote it; an argv list runs as is. The
+    reference trains `steps` steps if given (the cost run's), else `reference.steps`.
     """
     if isinstance(config.command, str):
         return shell_argv(config.command), []
@@ -118,7 +121,7 @@ def command_argv(config: Config, launcher: Launcher) -> tuple[list[str], list[Pa
     reference = config.reference
     argv = [
         launcher.python_executable(), "-m", REFERENCE_MODULE,
-        "--steps", str(reference.steps),
+        "--steps", str(steps or reference.steps),
         "--batch-size", str(reference.batch_size),
         "--width", str(reference.width),
         "--device", reference.device,
@@ -157,7 +160,9 @@ def build_spec(
     """A fresh run directory and the spec of one run."""
     output_dir = config.output_dir
     run_dir = fresh_run_dir(output_dir / "runs" / name)
-    argv, extra_path = command_argv(config, launcher)
+    # The probe ends the cost run at the end of its plan, whose blocks it may lengthen.
+    cost_steps = cost_plan.reference_steps(config.cost) if mode == "cost" else None
+    argv, extra_path = command_argv(config, launcher, cost_steps)
     return RunSpec(
         name=name,
         mode=mode,

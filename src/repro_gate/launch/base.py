@@ -10,6 +10,22 @@ from typing import Literal, Protocol
 Mode = Literal["deterministic", "default", "cost"]
 
 
+@dataclass(frozen=True)
+class PythonEnvironment:
+    """A virtual environment the run's commands find first on PATH (`repro-gate upgrade`)."""
+
+    root: Path  # the environment's directory, as the run sees it
+    volume: str | None = None  # Docker: the named volume holding it, mounted read-only at `root`
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def python(self) -> Path:
+        return self.bin_dir / "python"
+
+
 @dataclass
 class RunSpec:
     """One training run to start."""
@@ -28,6 +44,8 @@ class RunSpec:
     # Fail-fast: probe directory of an earlier run whose trajectories (one per rank) this run
     # must match (read-only for the run).
     reference_trajectory: Path | None = None
+    # Run inside this environment instead of the gate's own interpreter's (`repro-gate upgrade`).
+    python_environment: PythonEnvironment | None = None
 
 
 @dataclass

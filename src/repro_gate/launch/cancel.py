@@ -39,9 +39,9 @@ def cancelled(signal_name: str) -> GateError:
 
 def _handle(signum: int, frame: FrameType | None) -> None:
     name = signal.Signals(signum).name
-    if _state.raised or _state.ignoring:
+    if _state.raised:
         return
-    if _state.deferring:
+    if _state.deferring or _state.ignoring:  # raised later, or only remembered
         _state.pending = _state.pending or name
         return
     _state.raised = True
@@ -103,3 +103,13 @@ def happened() -> bool:
 def ignore_from_now() -> None:
     """The verdict is decided: let the gate write and publish it instead of cancelling."""
     _state.ignoring = True
+
+
+def listen_again() -> None:
+    """Signals cancel again after `ignore_from_now()`: `repro-gate upgrade` runs one gate after
+    another. A signal that arrived while a gate was writing its verdict is raised now."""
+    _state.ignoring = False
+    if _state.pending is not None and not _state.raised and not _state.deferring:
+        name, _state.pending = _state.pending, None
+        _state.raised = True
+        raise cancelled(name)

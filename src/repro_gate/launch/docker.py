@@ -290,9 +290,7 @@ class DockerLauncher:
                 kind=ErrorKind.DOCKER,
             ) from None
 
-    def _mounts(
-        self, spec: RunSpec, staging: Path
-    ) -> tuple[list[docker.types.Mount], list[str]]:
+    def _mounts(self, spec: RunSpec, staging: Path) -> tuple[list[docker.types.Mount], list[str]]:
         mounts = [
             self._bind(spec.workdir, str(spec.workdir), read_only=True),
             self._bind(spec.run_dir, str(spec.run_dir), read_only=False),
@@ -300,6 +298,8 @@ class DockerLauncher:
         if spec.reference_trajectory is not None:
             path = spec.reference_trajectory
             mounts.append(self._bind(path, str(path), read_only=True))
+        if (venv := spec.python_environment) and venv.volume:  # built by upgrade/, read-only
+            mounts.append(docker.types.Mount(str(venv.root), venv.volume, "volume", read_only=True))
         container_paths = []
         for index, directory in enumerate(spec.python_path):
             target = str(CONTAINER_PYTHON_PATH / str(index))
@@ -334,9 +334,7 @@ class DockerLauncher:
             return str(PurePosixPath(target) / rest)
         return item
 
-    def _environment(
-        self, spec: RunSpec, image: Any, python_path: list[str]
-    ) -> dict[str, str]:
+    def _environment(self, spec: RunSpec, image: Any, python_path: list[str]) -> dict[str, str]:
         # An allow-list: nothing of the gate's own environment (GITHUB_TOKEN, ACTIONS_*...)
         # reaches the training unless the configuration names it.
         env = {name: self.environ[name] for name in self.settings.env_allow if name in self.environ}
@@ -348,6 +346,9 @@ class DockerLauncher:
             env[ENV_REFERENCE_TRAJECTORY] = str(spec.reference_trajectory)
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("HOME", "/tmp")  # the root filesystem is read-only; /tmp is the tmpfs
+        if venv := spec.python_environment:  # its bin first, then the image's own PATH
+            image_path = _image_env(image).get("PATH", os.defpath)
+            env.update(PATH=f"{venv.bin_dir}:{image_path}", VIRTUAL_ENV=str(venv.root))
         return env
 
 

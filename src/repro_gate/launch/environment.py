@@ -27,6 +27,11 @@ def build_environment(base: Mapping[str, str], spec: RunSpec) -> dict[str, str]:
         env[ENV_REFERENCE_TRAJECTORY] = str(spec.reference_trajectory)
     else:
         env.pop(ENV_REFERENCE_TRAJECTORY, None)
+    if spec.python_environment is not None:
+        environment = spec.python_environment
+        env["PATH"] = os.pathsep.join(filter(None, [str(environment.bin_dir), env.get("PATH")]))
+        env["VIRTUAL_ENV"] = str(environment.root)
+        env.pop("PYTHONHOME", None)
     # Stream output as it happens; buffering does not change what the training computes.
     env["PYTHONUNBUFFERED"] = "1"
     return env

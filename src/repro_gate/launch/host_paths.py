@@ -16,6 +16,7 @@ import docker.errors
 from repro_gate.errors import ErrorKind, GateError, one_line
 
 CONTAINER_ID = re.compile(r"/containers/([0-9a-f]{64})/")
+CONTAINER_FILES = frozenset({"/etc/hostname", "/etc/hosts", "/etc/resolv.conf"})
 
 
 class PathTranslator:
@@ -63,17 +64,21 @@ class PathTranslator:
         return cls(mounts)
 
 
-def own_container_id(mountinfo: Path = Path("/proc/self/mountinfo")) -> str | None:
+def own_container_id(mountinfo: Path = Path("/proc/self/mountinfo"),
+                     dockerenv: Path = Path("/.dockerenv")) -> str | None:
     """The ID of the Docker container this process runs in, or None on a host."""
     try:
         text = mountinfo.read_text(encoding="utf-8", errors="replace")
     except OSError:
         text = ""
-    # Docker bind-mounts /etc/hostname, /etc/hosts and /etc/resolv.conf from the container's dir.
+    # Docker bind-mounts /etc/hostname, /etc/hosts and /etc/resolv.conf from the container's
+    # dir. Only those mount points count: on a host whose dockerd shares its mount namespace,
+    # other containers' mounts (their shm, say) show up in mountinfo too.
     for line in text.splitlines():
+        fields = line.split()
         found = CONTAINER_ID.search(line)
-        if found:
+        if found and len(fields) > 4 and fields[4] in CONTAINER_FILES:
             return found.group(1)
-    if Path("/.dockerenv").exists():
+    if dockerenv.exists():
         return socket.gethostname()  # Docker's default hostname is the short container ID
     return None

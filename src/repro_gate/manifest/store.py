@@ -68,7 +68,12 @@ def validate(document: dict[str, Any]) -> None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to a temporary file beside `path`, then rename it over `path`.
+    """Write JSON atomically (see `write_text_atomic`)."""
+    write_text_atomic(path, json.dumps(_finite(data), indent=2, allow_nan=False) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write to a temporary file beside `path`, then rename it over `path`.
 
     A crash at any point leaves either the old file or the new one, never half of one.
     """
@@ -76,12 +81,20 @@ def write_json_atomic(path: Path, data: Any) -> None:
     handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as tmp:
-            json.dump(_finite(data), tmp, indent=2, allow_nan=False)
-            tmp.write("\n")
+            tmp.write(text)
+        # mkstemp makes the file 0600: in the action's container that is root's alone, and the
+        # runner's user could not upload it. A file as open() would make it:
+        os.chmod(tmp_name, 0o666 & ~_umask())
         os.replace(tmp_name, path)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def load_object(path: Path, *, noun: str, kind: ErrorKind, missing_kind: ErrorKind | None = None

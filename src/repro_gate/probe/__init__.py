@@ -24,6 +24,9 @@ ENV_DETERMINISM = "REPRO_GATE_DETERMINISM"  # "warn" or "strict"
 # Fail-fast: run A's probe directory (each rank matches its own file there); a file is read as
 # rank 0's trajectory, with the other ranks' files beside it (gates before ranks were observed).
 ENV_REFERENCE_TRAJECTORY = "REPRO_GATE_REFERENCE_TRAJECTORY"
+# Fail-fast under a tolerance: JSON {"atol": x, "rtol": y}; beside the reference, a step differs
+# only when its loss leaves |a - b| <= atol + rtol * |b| (parameters are not compared).
+ENV_FAIL_FAST_TOLERANCE = "REPRO_GATE_FAIL_FAST_TOLERANCE"
 ENV_MAX_STEPS = "REPRO_GATE_MAX_STEPS"  # stop cleanly after this many optimizer steps
 # The localisation run: re-execute each module during this step to find a forward divergence.
 ENV_LOCALISE_STEP = "REPRO_GATE_LOCALISE_STEP"

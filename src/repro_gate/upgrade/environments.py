@@ -21,11 +21,9 @@ from a virtual environment, its packages are not the system's), after the enviro
 the environment's pins win, the rest is the base's. A pin the base already meets by PEP 440
 (`torch 2.13.0+cpu` meets `torch==2.13.0`) is not installed.
 
-Docker mode (not built yet): the environments must live inside the user's training image,
-since one built in the gate's own container never reaches the training. `DockerEnvironments`
-will be a `BuildEnvironment` too: a sibling container from the image (by digest) runs the same
-steps with uv mounted in, the cache being a volume keyed by image digest and pins, and the
-training container then mounts that volume and runs `Environment.python`.
+Docker mode: the environments must live inside the user's training image, since one built
+in the gate's own container never reaches the training: `docker_environments.DockerEnvironments`
+is the same `BuildEnvironment` there, each environment a volume keyed by image and pins.
 """
 
 from __future__ import annotations
@@ -45,7 +43,7 @@ from pathlib import Path
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.fingerprint.lockfiles import canonical_name
 from repro_gate.upgrade.installer import failure_line, run_tool, uv_binary
-from repro_gate.upgrade.interpreter import Interpreter, inspect, satisfies, unmet
+from repro_gate.upgrade.interpreter import Interpreter, already_met, inspect, unmet
 
 ENV_MARKER = "env.json"  # written last: its presence means the environment is complete
 PINS_FILE = "repro-gate-pins.txt"  # the pins installed, as a requirements file
@@ -63,6 +61,7 @@ class Environment:
     reused: bool  # found complete in the cache: nothing was built
     path: Path
     installed: tuple[str, ...] = ()  # pins installed in it; the others come from the base
+    volume: str | None = None  # Docker: the named volume that holds it (None: on this host)
 
 
 # The seam between the search and where environments live: pins in, environment out.
@@ -121,11 +120,7 @@ class LocalEnvironments:
 
     def _inherited(self, pins: Mapping[str, str]) -> dict[str, str]:
         """The pins the base interpreter already meets: name -> its version."""
-        if not self.inherit_site_packages:
-            return {}
-        seen = self._base.distributions
-        return {name: seen[name].version for name, version in pins.items()
-                if name in seen and satisfies(seen[name].version, version)}
+        return already_met(self._base, pins) if self.inherit_site_packages else {}
 
     def _key(self, pins: Mapping[str, str], inherited: Mapping[str, str]) -> str:
         identity = {"python": self._base.executable, "version": self._base.version,

@@ -27,7 +27,7 @@ from repro_gate.upgrade.uv_graph import holds
 
 # Runs in the inspected interpreter: stdlib only. The first distribution of a name on sys.path
 # is the one `import` finds; the marker values are those of packaging's default_environment().
-_FACTS_SCRIPT = r"""
+FACTS_SCRIPT = r"""
 import importlib.metadata as metadata, json, os, platform, re, site, sys
 def full(info):
     kind = info.releaselevel
@@ -75,7 +75,7 @@ class Interpreter:
 def inspect(python: Path) -> Interpreter:
     """Run `python` once and read what it sees; an ENVIRONMENT GateError when it cannot run."""
     try:
-        completed = run_tool([python, "-c", _FACTS_SCRIPT], cwd=python.parent)
+        completed = run_tool([python, "-c", FACTS_SCRIPT], cwd=python.parent)
     except OSError as error:
         raise GateError(f"cannot run {python}: {one_line(error)}",
                         kind=ErrorKind.ENVIRONMENT) from None
@@ -96,6 +96,13 @@ def satisfies(installed: str, pinned: str) -> bool:
         return Specifier(f"=={pinned}").contains(installed, prereleases=True)
     except (InvalidSpecifier, InvalidVersion):
         return installed == pinned
+
+
+def already_met(interpreter: Interpreter, pins: Mapping[str, str]) -> dict[str, str]:
+    """The pins `interpreter` already meets (inherit_site_packages): name -> its version."""
+    seen = interpreter.distributions
+    return {name: seen[name].version for name, version in pins.items()
+            if name in seen and satisfies(seen[name].version, version)}
 
 
 def unmet(interpreter: Interpreter, pins: Mapping[str, str]) -> list[str]:

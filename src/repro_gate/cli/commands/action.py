@@ -3,6 +3,10 @@
 The runner hands the action's inputs over as `INPUT_<NAME>` variables (upper-cased, hyphens
 kept: `INPUT_GITHUB-TOKEN`). They override the config file, the gate runs, and the verdict is
 published as step outputs, a job summary and annotations.
+
+`mode: upgrade` runs the dependency-upgrade check instead (`repro-gate upgrade`): on a pull
+request without `candidate-lock`, the base commit's lock against the pull request's; else the
+lock against a given candidate (`candidate-lock`) or one computed by uv (`upgrade-packages`).
 """
 
 from __future__ import annotations
@@ -12,19 +16,26 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from repro_gate import config, publish
 from repro_gate.cli.sinks import GroupedSinks
-from repro_gate.config import DEFAULT_OUTPUT_DIR, overrides
-from repro_gate.errors import GateError
+from repro_gate.config import DEFAULT_OUTPUT_DIR, Config, overrides
+from repro_gate.errors import ConfigError, GateError
 from repro_gate.gate import lock
 from repro_gate.gate.pipeline import configuration_error, run_gate
 from repro_gate.launch import cancel, launcher_for
 from repro_gate.publish import actions
+from repro_gate.publish.github.event import PULL_REQUEST_EVENTS, read_event_payload
 from repro_gate.render import console
+from repro_gate.upgrade import UpgradeRequest, find_lock
+from repro_gate.upgrade.base_lock import base_lock
+
+if TYPE_CHECKING:
+    from repro_gate.gate.upgrade_check import UpgradeOptions
 
 DEFAULT_ACTION_GPUS = "all"  # the action is meant for GPU runners
+MODES = ("check", "upgrade")  # the input `mode`; the first is the default
 
 
 def add_parser(subparsers: Any, name: str) -> None:
@@ -43,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
     environ = os.environ
     actions.mask_credentials(environ)
     try:
+        mode = overrides.action_input(environ, "mode") or MODES[0]
+        if mode not in MODES:
+            raise ConfigError(f"input mode: must be check or upgrade, got {mode!r}")
         config_path = Path(value) if (value := overrides.action_input(environ, "config")) else None
         effective = config.load(config_path, overrides.from_action_inputs(environ), Path.cwd())
     except GateError as error:
@@ -51,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     if effective.container.image and effective.container.gpus is None:
         container = dataclasses.replace(effective.container, gpus=DEFAULT_ACTION_GPUS)
         effective = dataclasses.replace(effective, container=container)
+    if mode == "upgrade":
+        return _run_upgrade(effective, environ)
     sinks = GroupedSinks()
     try:
         with cancel.on_signals(), lock.hold(effective, wait=False):
@@ -60,6 +76,76 @@ def run(args: argparse.Namespace) -> int:
     shown = None if outcome.manifest_path is None else str(outcome.manifest_path)
     print(console.render(outcome.manifest, shown, outcome.error_detail))
     return outcome.exit_code
+
+
+def _run_upgrade(effective: Config, environ: Mapping[str, str]) -> int:
+    """mode upgrade: the upgrade check, published as its own check run, comment and outputs."""
+    from repro_gate.gate.upgrade_check import configuration_error as upgrade_error
+    from repro_gate.gate.upgrade_check import run_upgrade
+    from repro_gate.publish.upgrade import for_upgrade_configuration_error
+    from repro_gate.render import upgrade_console
+
+    try:
+        options = upgrade_options(effective, environ)
+    except GateError as error:  # no lock, or no base commit: nothing could run
+        actions.emit(actions.command("error", error.message, title="repro-gate"))
+        upgrade_error(error, effective.workdir, effective.output_dir,
+                      for_upgrade_configuration_error(environ))
+        raise
+    sinks = GroupedSinks()
+    try:
+        with cancel.on_signals(), lock.hold(effective, wait=False):
+            outcome = run_upgrade(effective, options, launcher_for,
+                                  publish.for_upgrade(effective, environ), sinks)
+    finally:
+        sinks.close()
+    shown = None if outcome.path is None else str(outcome.path)
+    print(upgrade_console.render(outcome.document, shown))
+    return outcome.exit_code
+
+
+def upgrade_options(effective: Config, environ: Mapping[str, str]) -> UpgradeOptions:
+    """The candidate from the inputs: `candidate-lock`; on a pull request, the base commit's
+    lock against the pull request's; else the lock upgraded by uv (`upgrade-packages`)."""
+    from repro_gate.gate.upgrade_check import UPGRADE_SUBDIR, CandidateSource, UpgradeOptions
+
+    write_lock = _boolean_input(environ, "write-lock")
+    given = overrides.action_input(environ, "candidate-lock")
+    packages = tuple(overrides.split_list(overrides.action_input(environ, "upgrade-packages")))
+    if given and packages:
+        raise ConfigError("input candidate-lock gives the candidate and upgrade-packages"
+                          " computes one: set only one of them")
+    if given:
+        return UpgradeOptions(CandidateSource(lock=Path(given).absolute()), write_lock=write_lock)
+    base = _pull_request_base(environ)
+    if base is None:
+        return UpgradeOptions(CandidateSource(request=UpgradeRequest(packages)),
+                              write_lock=write_lock)
+    workspace_lock = find_lock(effective.workdir, effective.upgrade.lock)
+    baseline = base_lock(effective.workdir, workspace_lock, base,
+                         effective.output_dir / UPGRADE_SUBDIR / "base")
+    return UpgradeOptions(CandidateSource(lock=workspace_lock), baseline_lock=baseline,
+                          write_lock=write_lock)
+
+
+def _pull_request_base(environ: Mapping[str, str]) -> str | None:
+    """The base commit of the pull request the workflow runs for; None on other events."""
+    if environ.get("GITHUB_EVENT_NAME") not in PULL_REQUEST_EVENTS:
+        return None
+    pull_request = read_event_payload(environ).get("pull_request")
+    base = pull_request.get("base") if isinstance(pull_request, Mapping) else None
+    sha = base.get("sha") if isinstance(base, Mapping) else None
+    if not isinstance(sha, str) or not sha:
+        raise ConfigError("the pull_request event names no base commit (pull_request.base.sha):"
+                          " set candidate-lock")
+    return sha
+
+
+def _boolean_input(environ: Mapping[str, str], name: str) -> bool:
+    value = overrides.action_input(environ, name).lower() or "false"
+    if value not in ("true", "false"):
+        raise ConfigError(f"input {name}: must be true or false, got {value!r}")
+    return value == "true"
 
 
 def _record_configuration_error(error: GateError, environ: Mapping[str, str]) -> None:

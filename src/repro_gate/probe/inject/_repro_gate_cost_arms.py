@@ -14,6 +14,12 @@ CUBLAS_WORKSPACE_CONFIG and PYTHONHASHSEED are set by the gate for the whole run
 - deterministic_no_fill: the same with torch.utils.deterministic.fill_uninitialized_memory off.
 
 Step 1 runs before any hook can switch anything, so the gate's plan starts in the default arm.
+The plan's `block_steps` is the shortest block: at the end of the warm-up the probe times a step
+(the median of the warm-up steps that repeat an arm, so that no arm's first-use cost counts) and
+lengthens every block to ceil(block_seconds / that time) steps, within the cap REPRO_GATE_MAX_STEPS
+leaves (not in a process group of several ranks: each would time its own steps and plan its own
+end); it records the length in COST_FILE ("block_steps", "block_steps_planned") and returns, at
+each step, the step the run ends at: the end of the plan, or the cap if sooner.
 On an accelerator the host runs ahead of the device: at the end of each block and of the warm-up
 the device is synchronised, and the wait is recorded as the step's "drain", so that a block's
 queued work is timed in that block. The file COST_FILE says which arms could not be had, what
@@ -30,10 +36,12 @@ import atexit
 import contextlib
 import importlib
 import json
+import math
 import os
+import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from _repro_gate_contract import COST_FILE, ENV_COST_PLAN
@@ -67,16 +75,36 @@ class Plan:
     blocks: tuple[str, ...]
     census: tuple[str, ...]
     block_steps: int
+    block_seconds: float = 0.0  # the shortest block in seconds; 0: `block_steps` only
 
     @classmethod
     def from_json(cls, text: str) -> Plan:
         document = json.loads(text)
         plan = cls(tuple(document["warmup"]), tuple(document["blocks"]),
-                   tuple(document.get("census") or ()), int(document["block_steps"]))
+                   tuple(document.get("census") or ()), int(document["block_steps"]),
+                   float(document.get("block_seconds") or 0.0))
         unknown = {*plan.warmup, *plan.blocks, *plan.census} - set(ARMS)
         if unknown or plan.block_steps < 1:
             raise ValueError(f"unknown arms {sorted(unknown)} or block_steps {plan.block_steps}")
+        if not math.isfinite(plan.block_seconds) or plan.block_seconds < 0:
+            raise ValueError(f"block_seconds {plan.block_seconds}")
         return plan
+
+    @property
+    def end(self) -> int:
+        """The last step of the plan: warm-up, timed blocks, census blocks."""
+        return len(self.warmup) + (len(self.blocks) + len(self.census)) * self.block_steps
+
+    def sized(self, step_seconds: float | None, cap: int | None) -> Plan:
+        """The plan with blocks of at least `block_seconds` at `step_seconds` a step, but
+        ending by step `cap` if that allows longer blocks than planned; never shorter."""
+        if not step_seconds or step_seconds <= 0 or self.block_seconds <= 0:
+            return self
+        steps = math.ceil(self.block_seconds / step_seconds)
+        if cap is not None:
+            steps = min(steps, (cap - len(self.warmup)) // max(1, len(self.blocks)
+                                                                 + len(self.census)))
+        return replace(self, block_steps=max(self.block_steps, steps))
 
     def slot(self, step: int) -> Slot | None:
         """The slot of optimizer step `step` (1-based); None past the end of the plan."""
@@ -124,8 +152,10 @@ class Knobs:
             fill_module.fill_uninitialized_memory = self.fill
 
 
-def cost_arms(mode: str, torch: Any, on_error: Callable[[str], None]) -> CostArms | None:
-    """The arms of the cost run; None in any other mode, or when the plan cannot be read."""
+def cost_arms(mode: str, torch: Any, on_error: Callable[[str], None],
+              cap: int | None = None) -> CostArms | None:
+    """The arms of the cost run, which ends by step `cap` (REPRO_GATE_MAX_STEPS) if set; None in
+    any other mode, or when the plan cannot be read."""
     if mode != "cost":
         return None
     try:
@@ -133,16 +163,21 @@ def cost_arms(mode: str, torch: Any, on_error: Callable[[str], None]) -> CostArm
     except (ValueError, KeyError, TypeError) as error:
         on_error(f"cost run: no usable {ENV_COST_PLAN}: {error!r}")
         return None
-    return CostArms(torch, plan, on_error)
+    return CostArms(torch, plan, on_error, cap)
 
 
 class CostArms:
     """Labels each step with its arm and switches the knobs for the next one."""
 
-    def __init__(self, torch: Any, plan: Plan, on_error: Callable[[str], None]) -> None:
+    def __init__(self, torch: Any, plan: Plan, on_error: Callable[[str], None],
+                 cap: int | None = None) -> None:
         self._torch = torch
         self._plan = plan
+        self._planned_block_steps = plan.block_steps
+        self._cap = cap
         self._on_error = on_error
+        self._warmup_times: list[float] = []  # warm-up steps that repeat an arm
+        self._step_seconds: float | None = None  # one step's time, measured in the warm-up
         self._fill = _fill_module()
         self._saved: Knobs | None = None  # the training's own settings: the default arm
         self._arm = ARM_DEFAULT
@@ -153,10 +188,15 @@ class CostArms:
         unavailable = ARM_NO_FILL in plan.arms() and self._fill is None
         self._unavailable = [ARM_NO_FILL] if unavailable else []
 
-    def on_step(self, record: dict[str, Any], write_json: WriteJson) -> None:
-        """Label the finished step `record` and prepare the next step; never raises."""
-        if self._broken:
-            return
+    def on_step(self, record: dict[str, Any], write_json: WriteJson) -> int:
+        """Label the finished step `record` and prepare the next step; never raises. Returns
+        the step the run ends at: the end of the plan, or the cap if sooner."""
+        if not self._broken:
+            self._step(record, write_json)
+        end = self._plan.end
+        return end if self._cap is None else min(end, self._cap)
+
+    def _step(self, record: dict[str, Any], write_json: WriteJson) -> None:
         step = record["step"]
         try:
             self._label(record, step)
@@ -167,7 +207,8 @@ class CostArms:
             self._on_error(f"cost run arms at step {step}: {error!r}")
             for key in ("arm", "block", "census"):
                 record.pop(key, None)
-        if step == 1 or self._broken or self._census_done(step):
+        warmup_end = step == len(self._plan.warmup)
+        if step == 1 or warmup_end or self._broken or self._census_done(step):
             self._write(write_json)
 
     def _label(self, record: dict[str, Any], step: int) -> None:
@@ -175,16 +216,35 @@ class CostArms:
         if slot is None:
             return
         record["arm"] = slot.arm
+        warmup = slot.block is None and not slot.census
         if slot.block is not None:
             record["block"] = slot.block
         if slot.census:
             record["census"] = True
+        if warmup and slot.arm in self._plan.warmup[:step - 1]:
+            self._warmup_times.append(float(record["time"]))
         if slot.last:
             drain = self._drain()
             if drain is not None:
                 record["drain"] = drain
             if slot.census:
                 self._stop_census(slot.arm)
+            if warmup:
+                self._size_blocks(drain)
+
+    def _size_blocks(self, drain: float | None) -> None:
+        """At the end of the warm-up: lengthen the blocks to last `block_seconds`."""
+        self._step_seconds = step_seconds(self._warmup_times, drain)
+        if self._ranks() > 1:
+            return  # each rank times its own steps: ranks whose plans differ would stop apart
+        self._plan = self._plan.sized(self._step_seconds, self._cap)
+
+    def _ranks(self) -> int:
+        """The process group's size (no collective: a local read), 1 without one."""
+        distributed = self._torch.distributed
+        if not distributed.is_available() or not distributed.is_initialized():
+            return 1
+        return int(distributed.get_world_size())
 
     def _prepare(self, step: int) -> None:
         """Set the knobs of `step`, and start the profiler at a census block's first step."""
@@ -257,11 +317,24 @@ class CostArms:
 
     def _write(self, write_json: WriteJson) -> None:
         document = {"unavailable": self._unavailable, "errors": self._errors,
-                    "census": self._census}
+                    "census": self._census, "block_steps": self._plan.block_steps,
+                    "block_steps_planned": self._planned_block_steps,
+                    "step_seconds": self._step_seconds}
         try:
             write_json(COST_FILE, document)
         except Exception as error:
             self._on_error(f"writing {COST_FILE}: {error!r}")
+
+
+def step_seconds(times: list[float], drain: float | None) -> float | None:
+    """One step's time from the warm-up steps that repeat an arm: their median; on an
+    accelerator (a `drain` at the warm-up's end), their total with the queued work the drain
+    waited for, over their count, since the host only queued them. None without such steps."""
+    if not times:
+        return None
+    if drain is not None:
+        return (sum(times) + drain) / len(times)
+    return statistics.median(times)
 
 
 def _fill_module() -> Any:

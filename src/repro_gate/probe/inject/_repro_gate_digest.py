@@ -32,7 +32,7 @@ order changes low bits, never only places), and the *value* digest drops the col
 for it too (any single element's change; any swap between rows that differ in bits); swaps
 within a row of 256 are not detected. On CPU both kinds of row sums are one integer matrix
 product (by w, or by ones): it runs on one thread, where torch's reductions use them all and,
-on a busy machine, stall waiting for a core (measured: 4 times slower at load 2 on 2 cores).
+on a busy machine, stall waiting for a core (measured: 5 times slower at load 2 on 2 cores).
 
 A *sampled* value digest (`Sample(every=K, phase=p)`) of a tensor of R rows (the partial last
 row included) sums only the p-th of its K blocks of B = ceil(R / K) consecutive rows, rows
@@ -43,131 +43,45 @@ device (CPU), where a full pass over every parameter and gradient at every step 
 the probe's budget; smaller tensors and other devices are digested in full. A change in a
 sampled row is always seen; a change in another row is not, at that step.
 
-How the work is split does not change the values. On the host, segments (tensors, or their
-sampled rows) of at least HOST_ALONE_ELEMENTS are summed one by one, without a copy, as are those
-of CHUNK_ELEMENTS on accelerators. Everything else is batched, so
-that the number of ops does not grow with the number of tensors (on an accelerator each op is a
-kernel launch): the tensors of one device and width are concatenated, each padded with zeros to
-whole rows, in chunks of at most CHUNK_ELEMENTS; then the row sums, their products with each
-row's v_r (r counted from the start of its own tensor), a cumulative sum and its differences at
-the tensors' ends give every tensor's D, modulo 2**64, in a fixed number of ops per chunk.
+How the work is split does not change the values. On the host, tensors (or their sampled rows)
+of at least HOST_ALONE_ELEMENTS are summed one by one, without a copy (`segment_sum` of
+_repro_gate_row_sums), as are those of CHUNK_ELEMENTS on accelerators; an op there costs less
+than copying them. Everything else is batched (_repro_gate_batch_sums): the number of ops does
+not grow with the number of tensors. The integer arithmetic is in _repro_gate_row_sums.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
+import _repro_gate_batch_sums as batching
 import torch
+from _repro_gate_batch_sums import Member, chunks, layout
 from _repro_gate_host_read import HostRead, on_host
+from _repro_gate_row_sums import (
+    ROW_ELEMENTS,
+    ROW_WEIGHT_MULTIPLIER,
+    as_integers,
+    segment_sum,
+)
 
-ROW_ELEMENTS = 256
-CHUNK_ELEMENTS = 1 << 25  # a batched chunk's copy: 128 MiB of float32 at most
 HOST_ALONE_ELEMENTS = 1 << 16  # on the host, larger segments are summed alone (no copy)
 _MASK64 = (1 << 64) - 1
-_ROW_WEIGHT_MULTIPLIER = 0x9E3779B97F4A7C15
-_INT_BY_WIDTH = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-_MAX_LAYOUTS = 64  # cached layouts: one per sampling phase (grads and params share it)
-_column_weights_cache: dict[tuple[torch.device, torch.dtype, bool], torch.Tensor] = {}
-_row_weights_cache: dict[torch.device, torch.Tensor] = {}
-_zeros_cache: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
-_layout_cache: dict[tuple[Any, ...], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
 
 @dataclass(frozen=True)
 class Sample:
-    """Digest only rows r = phase (mod every) of tensors of at least min_elements (host only)."""
+    """Digest one block in `every`, the `phase`-th, of tensors of at least `min_elements` on a
+    host device."""
 
     every: int
     phase: int
     min_elements: int
 
-
-def _signed64(value: int) -> int:
-    value &= _MASK64
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-def _mix64(value: int) -> int:
-    """splitmix64 finaliser: spreads the bits of a 64-bit value (cosmetic, a bijection)."""
-    value &= _MASK64
-    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return value ^ (value >> 31)
-
-
-def _row_weights(device: torch.device, rows: int) -> torch.Tensor:
-    """v_r = M * (2r + 1) modulo 2**64 for at least `rows` rows; cached per device, grown."""
-    weights = _row_weights_cache.get(device)
-    if weights is None or weights.numel() < rows:
-        size = 1 << max(rows - 1, 1).bit_length()
-        weights = torch.arange(size, dtype=torch.int64, device=device) * 2 + 1
-        weights.mul_(_signed64(_ROW_WEIGHT_MULTIPLIER))
-        _row_weights_cache[device] = weights
-    return weights
-
-
-def _column_weights(device: torch.device, dtype: torch.dtype,
-                    ordered: bool = True) -> torch.Tensor:
-    """w_c = 2c + 1 modulo 2**b (ordered) or 1, as b-bit signed integers; cached."""
-    key = (device, dtype, ordered)
-    weights = _column_weights_cache.get(key)
-    if weights is None:
-        bits = torch.iinfo(dtype).bits
-        odd = torch.arange(ROW_ELEMENTS, dtype=torch.int64) * 2 + 1
-        # Reduce modulo 2**b and read as signed so the cast to the narrow type is exact.
-        odd = ((odd + (1 << (bits - 1))) & ((1 << bits) - 1)) - (1 << (bits - 1))
-        weights = (odd if ordered else torch.ones_like(odd)).to(dtype).to(device)
-        _column_weights_cache[key] = weights
-    return weights
-
-
-def _zeros(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """ROW_ELEMENTS zeros, sliced to pad a tensor to whole rows (a view: no op per tensor)."""
-    key = (device, dtype)
-    if key not in _zeros_cache:
-        _zeros_cache[key] = torch.zeros(ROW_ELEMENTS, dtype=dtype, device=device)
-    return _zeros_cache[key]
-
-
-def as_integers(tensor: torch.Tensor) -> torch.Tensor:
-    """The raw bits as a flat tensor of same-width signed integers (no copy if contiguous)."""
-    data = tensor.detach()
-    if data.is_complex():
-        data = torch.view_as_real(data)
-    flat = data.reshape(-1)
-    return flat.view(_INT_BY_WIDTH[flat.element_size()])
-
-
-# The row sums below are b-bit integers (wrapped modulo 2**b); multiplying them by the int64 v_r
-# promotes them to int64 exactly, as signed values, which is S_r as the formula reads it.
-
-
-def _row_sums_matmul(rows: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """S_r by an integer matrix product (CPU only)."""
-    # Faster than mv, and single-threaded: it does not stall on a busy core.
-    return torch.mm(rows, weights.view(-1, 1)).view(-1)
-
-
-def _row_sums_plain(rows: torch.Tensor) -> torch.Tensor:
-    """S_r with w_c = 1 (the value digest), by a row sum in the b-bit type (any device)."""
-    return rows.sum(1, dtype=rows.dtype)
-
-
-def _row_sums_elementwise(rows: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """S_r by a wrapping multiply and a row sum in the b-bit type (any device)."""
-    return torch.mul(rows, weights).sum(1, dtype=rows.dtype)
-
-
-def _row_sums(rows: torch.Tensor, ordered: bool) -> torch.Tensor:
-    """S_r of each row of `rows` (as many columns as w has or fewer), as b-bit integers."""
-    weights = _column_weights(rows.device, rows.dtype, ordered)[: rows.shape[1]]
-    if rows.device.type == "cpu":
-        return _row_sums_matmul(rows, weights)
-    if not ordered:
-        return _row_sums_plain(rows)
-    return _row_sums_elementwise(rows, weights)
+    def applies(self, tensor: torch.Tensor) -> bool:
+        return self.every > 1 and tensor.numel() >= self.min_elements and on_host(tensor.device)
 
 
 def sampled_rows(rows: int, sample: Sample | None) -> tuple[int, int]:
@@ -179,82 +93,15 @@ def sampled_rows(rows: int, sample: Sample | None) -> tuple[int, int]:
     return start, min(start + block, rows)
 
 
-@dataclass
-class _Segment:
-    """What is digested of one tensor: all its elements, or its sampled rows."""
-
-    index: int  # the tensor's position in its batch
-    ints: torch.Tensor  # flat integers, starting at a row boundary of the tensor
-    first_row: int  # the tensor's row where `ints` starts (its r in v_r)
-    sampled: bool
-
-    @classmethod
-    def of(cls, index: int, ints: torch.Tensor, sample: Sample | None) -> _Segment:
-        if sample is None or sample.every <= 1 or ints.numel() < sample.min_elements \
-                or not on_host(ints.device):
-            return cls(index, ints, 0, False)
+def member(index: int, tensor: torch.Tensor, sample: Sample | None) -> tuple[Member, bool]:
+    """What is digested of `tensor`: all of it, or its sampled rows (True) as integers."""
+    if sample is not None and sample.applies(tensor):
+        ints = as_integers(tensor)
         start, stop = sampled_rows(-(-ints.numel() // ROW_ELEMENTS), sample)
-        return cls(index, ints[start * ROW_ELEMENTS : stop * ROW_ELEMENTS], start, True)
-
-    @functools.cached_property
-    def rows(self) -> int:
-        """Its rows in a batch: an empty segment takes one row of zeros (D = 0)."""
-        return max(1, -(-self.ints.numel() // ROW_ELEMENTS))
-
-
-def _segment_sum(segment: _Segment, ordered: bool) -> torch.Tensor:
-    """D of one segment, without copying it, as a 1-element int64 tensor."""
-    ints, first = segment.ints, segment.first_row
-    full_rows, tail = divmod(ints.numel(), ROW_ELEMENTS)
-    sums = _row_sums(ints[: full_rows * ROW_ELEMENTS].view(-1, ROW_ELEMENTS), ordered)
-    if tail:  # the partial last row
-        sums = torch.cat([sums, _row_sums(ints[full_rows * ROW_ELEMENTS :].view(1, tail), ordered)])
-    weights = _row_weights(ints.device, first + sums.numel())[first : first + sums.numel()]
-    return torch.mul(sums, weights).sum(0, keepdim=True)
-
-
-def _layout(device: torch.device, rows: tuple[int, ...],
-            first_rows: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
-    """For segments of `rows` rows laid end to end: each row's v_r (r counted within its own
-    tensor) and the index of each segment's last row; built once per layout, then cached."""
-    key = (device, rows, first_rows)
-    cached = _layout_cache.get(key)
-    if cached is None:
-        if len(_layout_cache) >= _MAX_LAYOUTS:
-            _layout_cache.clear()
-        spans = [(first, first + count) for count, first in zip(rows, first_rows, strict=True)]
-        weights = _row_weights(torch.device("cpu"), max(stop for _, stop in spans))
-        local = torch.cat([torch.arange(start, stop) for start, stop in spans])
-        last = torch.tensor(rows).cumsum(0) - 1
-        cached = (_to_device(weights[local], device), _to_device(last, device))
-        _layout_cache[key] = cached
-    return cached
-
-
-def _to_device(values: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """Host values copied to `device` without waiting: a copy from pageable memory to a CUDA
-    device waits for the device's queue; from pinned memory it does not (an input batch of a
-    new shape needs a new layout, which must not stall the step)."""
-    if device.type == "cuda":
-        return values.pin_memory().to(device, non_blocking=True)
-    return values.to(device)
-
-
-def _chunk_sums(chunk: list[_Segment], ordered: bool) -> torch.Tensor:
-    """D of each segment of `chunk` (one device, one width), in a fixed number of ops."""
-    zeros = _zeros(chunk[0].ints.device, chunk[0].ints.dtype)
-    pieces: list[torch.Tensor] = []
-    for segment in chunk:
-        pieces.append(segment.ints)
-        if segment.rows * ROW_ELEMENTS > segment.ints.numel():
-            pieces.append(zeros[: segment.rows * ROW_ELEMENTS - segment.ints.numel()])
-    matrix = torch.cat(pieces).view(-1, ROW_ELEMENTS)
-    weights, last = _layout(matrix.device, tuple(s.rows for s in chunk),
-                            tuple(s.first_row for s in chunk))
-    # A running sum of v_r * S_r, read at each segment's last row: the differences of
-    # consecutive readings are the segments' D (laid end to end); all of it wraps mod 2**64.
-    ends = torch.mul(_row_sums(matrix, ordered), weights).cumsum(0)[last]
-    return torch.diff(ends, prepend=_zeros(matrix.device, torch.int64)[:1])
+        return Member(index, ints[start * ROW_ELEMENTS : stop * ROW_ELEMENTS], start), True
+    if tensor.is_complex():  # digested as its real and imaginary parts
+        return Member(index, as_integers(tensor), 0), False
+    return Member(index, tensor, 0), False
 
 
 class PendingDigests:
@@ -266,21 +113,25 @@ class PendingDigests:
     """
 
     def __init__(self, tensors: list[Any], ordered: bool, sample: Sample | None) -> None:
-        self.salts: list[int | None] = [None if t is None else _salt(t) for t in tensors]
-        self.slots: list[tuple[int, int] | None] = [None] * len(tensors)
-        self.parts: list[torch.Tensor] = []
-        segments = [_Segment.of(index, as_integers(tensor), sample)
-                    for index, tensor in enumerate(tensors) if tensor is not None]
-        self.sampled = any(segment.sampled for segment in segments)
-        groups: dict[tuple[torch.device, torch.dtype], list[_Segment]] = {}
-        for segment in segments:
-            if segment.ints.numel() >= _alone_from(segment.ints.device):  # without a copy
-                self._add_part([segment.index], _segment_sum(segment, ordered))
+        plan = _plan(tensors, sample)
+        self.salts = plan.salts
+        self.slots = list(plan.slots)  # the batched tensors' slots: their parts come first
+        self.parts = [batch.sums([tensors[i] for i in indices], ordered)
+                      for indices, batch in plan.batches]
+        self.sampled = False  # True when some tensor's digest is sampled
+        groups: dict[tuple[torch.device, torch.dtype], list[Member]] = {}
+        for index in plan.singles:
+            part, sampled = member(index, tensors[index], sample)
+            self.sampled |= sampled
+            if part.source.numel() >= _alone_from(part.source.device):
+                ints = as_integers(part.source)
+                self._add_part([index], segment_sum(ints, part.first_row, ordered))
             else:
-                groups.setdefault((segment.ints.device, segment.ints.dtype), []).append(segment)
+                groups.setdefault((part.source.device, part.source.dtype), []).append(part)
         for group in groups.values():
-            for chunk in _chunks(group):
-                self._add_part([s.index for s in chunk], _chunk_sums(chunk, ordered))
+            for chunk in chunks(group):
+                sums = layout(chunk).sums([m.source for m in chunk], ordered)
+                self._add_part([m.index for m in chunk], sums)
 
     def _add_part(self, indices: list[int], part: torch.Tensor) -> None:
         for position, index in enumerate(indices):
@@ -296,27 +147,69 @@ class PendingDigests:
         ]
 
 
+class _Plan:
+    """How tensors of one signature (shapes, dtypes, devices) are digested: which are batched,
+    in which chunks and layouts, and which are taken one at a time (sampled, complex or large).
+
+    A training digests the same parameters, and gradients of the same shapes, at every step: the
+    plan is built once, so a step costs no Python work per batched tensor beyond a list lookup.
+    It keeps no reference to the tensors.
+    """
+
+    def __init__(self, tensors: list[Any], sample: Sample | None) -> None:
+        self.salts: list[int | None] = [None if t is None else _salt(t) for t in tensors]
+        self.singles: list[int] = []
+        groups: dict[tuple[torch.device, torch.dtype], list[Member]] = {}
+        for index, tensor in enumerate(tensors):
+            if tensor is None:
+                continue
+            if (sample is not None and sample.applies(tensor)) or tensor.is_complex() \
+                    or tensor.numel() >= _alone_from(tensor.device):
+                self.singles.append(index)
+            else:
+                key = (tensor.device, tensor.dtype)
+                groups.setdefault(key, []).append(Member(index, tensor, 0))
+        self.batches = [([m.index for m in chunk], layout(chunk))
+                        for group in groups.values() for chunk in chunks(group)]
+        self.slots: list[tuple[int, int] | None] = [None] * len(tensors)
+        for part, (indices, _) in enumerate(self.batches):
+            for position, index in enumerate(indices):
+                self.slots[index] = (part, position)
+
+    def valid(self) -> bool:
+        return all(batch.valid() for _, batch in self.batches)
+
+
+_SHAPE, _DTYPE, _DEVICE = (attrgetter(name) for name in ("shape", "dtype", "device"))
+_MAX_PLANS = 16
+_plans: dict[tuple[object, ...], _Plan] = {}
+
+
+def _plan(tensors: list[Any], sample: Sample | None) -> _Plan:
+    """The cached plan for tensors of this signature (built at their first digest)."""
+    sampling = None if sample is None else (sample.every, sample.min_elements)
+    try:  # at C speed: map() over attribute getters
+        key: tuple[object, ...] = (tuple(map(_SHAPE, tensors)), tuple(map(_DTYPE, tensors)),
+                                   tuple(map(_DEVICE, tensors)), sampling)
+    except AttributeError:  # a None among them (a parameter without a gradient)
+        key = (tuple(None if t is None else (t.shape, t.dtype, t.device) for t in tensors),
+               sampling)
+    plan = _plans.get(key)
+    if plan is None or not plan.valid():
+        if len(_plans) >= _MAX_PLANS:
+            _plans.clear()
+        plan = _plans[key] = _Plan(tensors, sample)
+    return plan
+
+
 def _alone_from(device: torch.device) -> int:
     """Segments of this many elements or more are summed alone, without a copy into a batch.
 
     On the host an op costs a few microseconds, less than copying 64K elements does: only
     smaller segments are batched. On an accelerator every op is a kernel launch, and copying is
-    fast: everything is batched, in chunks that bound the copy's memory.
+    fast: everything is batched, in chunks that bound the scratch buffer.
     """
-    return HOST_ALONE_ELEMENTS if on_host(device) else CHUNK_ELEMENTS
-
-
-def _chunks(group: list[_Segment]) -> list[list[_Segment]]:
-    """Consecutive runs of `group` of at most CHUNK_ELEMENTS (padded) elements each."""
-    chunks: list[list[_Segment]] = [[]]
-    size = 0
-    for segment in group:
-        if chunks[-1] and size + segment.rows * ROW_ELEMENTS > CHUNK_ELEMENTS:
-            chunks.append([])
-            size = 0
-        chunks[-1].append(segment)
-        size += segment.rows * ROW_ELEMENTS
-    return [chunk for chunk in chunks if chunk]
+    return HOST_ALONE_ELEMENTS if on_host(device) else batching.CHUNK_ELEMENTS
 
 
 def start_digests(tensors: list[Any], *, ordered: bool,
@@ -344,9 +237,17 @@ def combine_digests(digests: list[str]) -> str:
     """One digest of a sequence of digests, order-sensitive (the tensors of a step's inputs)."""
     value = len(digests)
     for digest in digests:
-        value = _mix64(value * _ROW_WEIGHT_MULTIPLIER + int(digest, 16))
+        value = _mix64(value * ROW_WEIGHT_MULTIPLIER + int(digest, 16))
     return f"{value:016x}"
 
 
+def _mix64(value: int) -> int:
+    """splitmix64 finaliser: spreads the bits of a 64-bit value (cosmetic, a bijection)."""
+    value &= _MASK64
+    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return value ^ (value >> 31)
+
+
 def _salt(tensor: torch.Tensor) -> int:
-    return tensor.numel() * 0x9E3779B97F4A7C15 + tensor.element_size()
+    return tensor.numel() * ROW_WEIGHT_MULTIPLIER + tensor.element_size()

@@ -11,7 +11,7 @@ host device (CPU) are ready at once and read at once.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import torch
 
@@ -34,7 +34,7 @@ class HostRead:
             by_device.setdefault(part.device, []).append(index)
         self._order = [index for indices in by_device.values() for index in indices]
         self._host: list[torch.Tensor] = []
-        self._waits: list[Any] = []
+        self._waits: list[Callable[[], object]] = []
         self.lagged = False  # True when a device's values are still being copied
         for device, indices in by_device.items():
             values = torch.cat([parts[index] for index in indices])
@@ -65,7 +65,7 @@ class HostRead:
         return [by_index[index] for index in range(len(self._sizes))]
 
 
-def _completion(device: torch.device) -> Any:
+def _completion(device: torch.device) -> Callable[[], object]:
     """A callable that waits until the work queued on `device` so far (the copy) is done."""
     if device.type == "cuda":
         event = torch.cuda.Event()

@@ -241,7 +241,7 @@ class Probe:
         optimizers.register_optimizer_step_pre_hook(self._before_optimizer_step)
         optimizers.register_optimizer_step_post_hook(self._on_optimizer_step)
         self._param_names.watch_forward(True)
-        self._arms = cost_arms(self.mode, torch, self._error)
+        self._arms = cost_arms(self.mode, torch, self._error, self.max_steps)
         if os.environ.get(ENV_LOCALISE_STEP):
             from _repro_gate_localise import install as install_localiser
 
@@ -298,8 +298,8 @@ class Probe:
         header = {"step": self.steps + 1, "time": time.perf_counter() - self.last_step_end}
         named, complete = self._param_names.named_parameters(optimizer)
         self._param_names.watch_forward(not complete)
-        if self._arms is not None:  # labels the step's record (its header) with its arm
-            self._arms.on_step(header, self._write_json)
+        if self._arms is not None:  # labels the header with its arm; the run ends with its plan
+            self.max_steps = self._arms.on_step(header, self._write_json)
         self.steps += 1
         if self._recorder is None:
             return []

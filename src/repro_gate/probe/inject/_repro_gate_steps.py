@@ -23,18 +23,13 @@ import struct
 from typing import Any
 
 import torch
-from _repro_gate_digest import (
-    PendingDigests,
-    Sample,
-    as_integers,
-    combine_digests,
-    start_digests,
-)
+from _repro_gate_digest import PendingDigests, Sample, combine_digests, start_digests
 from _repro_gate_host_read import HostRead
+from _repro_gate_row_sums import as_integers, integer_dtype
 from _repro_gate_step_inputs import StepInputs
 
 NamedParameters = list[tuple[str, Any]]
-SAMPLE_EVERY = 16  # K, from bench/probe_overhead.py: see docs/performance.md
+SAMPLE_EVERY = 32  # K, from bench/probe_overhead.py: see docs/performance.md
 SAMPLE_MIN_ELEMENTS = 1 << 16  # smaller tensors cost little more than the ops' overhead
 
 
@@ -158,5 +153,5 @@ def _loss_hex(bits: int, dtype: torch.dtype) -> str:
         integer, floating, width = _FLOAT_FORMATS[dtype]
         packed = struct.pack(integer, bits & ((1 << width) - 1))
         return float.hex(struct.unpack(floating, packed)[0])
-    raw = torch.tensor([bits], dtype=as_integers(torch.empty(0, dtype=dtype)).dtype)
+    raw = torch.tensor([bits], dtype=integer_dtype(dtype))
     return float.hex(raw.view(dtype).item())  # float8 and the like

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from repro_gate.config import ReportConfig
@@ -30,6 +31,33 @@ from repro_gate.render import markdown
 
 FALLBACK_IDENTITY = "github-actions[bot]"
 TOKEN_VARIABLES = ("INPUT_GITHUB-TOKEN", "GITHUB_TOKEN")
+Render = Callable[[Mapping[str, Any]], str]
+
+
+def _gate_verdict(manifest: Mapping[str, Any]) -> str:
+    return str(manifest.get("verdict"))
+
+
+def _gate_ops(manifest: Mapping[str, Any]) -> list:
+    return list(manifest.get("nondeterministic_ops") or [])
+
+
+@dataclass(frozen=True)
+class Rendering:
+    """What is posted for a document: the gate's manifest by default; the upgrade check
+    (publish/upgrade.py) posts its own report through the same channels."""
+
+    name: Callable[[str], str] = str  # the gate's name -> check-run name and status context
+    marker: Callable[[str], str] = markdown.comment_marker  # finds the sticky comment again
+    title: Render = markdown.title
+    summary: Render = markdown.summary_markdown
+    details: Render | None = markdown.details_markdown  # the check run's `text`; None: none
+    comment: Render = markdown.comment_markdown  # the comment's body, marker included
+    verdict: Render = _gate_verdict  # pass, fail or error: the conclusion and status state
+    ops: Callable[[Mapping[str, Any]], list] = _gate_ops  # annotated on the check run
+
+
+GATE_RENDERING = Rendering()
 
 
 def token_from_environment(environ: Mapping[str, str]) -> str | None:
@@ -57,8 +85,10 @@ class GitHubReporter:
         context: EventContext | None,
         client: GitHubClient | None,
         inactive_reason: str | None = None,
+        rendering: Rendering = GATE_RENDERING,
     ) -> None:
         self.gate = gate
+        self.rendering = rendering
         self.settings = settings
         self.context = context
         self.client = client
@@ -76,6 +106,7 @@ class GitHubReporter:
         environ: Mapping[str, str] | None = None,
         *,
         policy: RetryPolicy | None = None,
+        rendering: Rendering = GATE_RENDERING,
     ) -> GitHubReporter:
         """A reporter for the current Actions run; inactive outside Actions or without token."""
         environ = os.environ if environ is None else environ
@@ -88,17 +119,18 @@ class GitHubReporter:
         elif not token:
             reason = "no GitHub token (input github-token or GITHUB_TOKEN)"
         if reason:
-            return cls(gate, settings, None, None, inactive_reason=reason)
+            return cls(gate, settings, None, None, inactive_reason=reason, rendering=rendering)
         assert token is not None
         policy = policy or RetryPolicy(budget=settings.timeout)
         context = context_from_environment(environ)
         return cls.for_context(
-            gate, settings, context, client_from_environment(environ, token, policy)
+            gate, settings, context, client_from_environment(environ, token, policy), rendering
         )
 
     @classmethod
     def for_context(
-        cls, gate: str, settings: ReportConfig, context: EventContext, client: GitHubClient
+        cls, gate: str, settings: ReportConfig, context: EventContext, client: GitHubClient,
+        rendering: Rendering = GATE_RENDERING,
     ) -> GitHubReporter:
         """A reporter for an explicit commit and pull request (used by `repro-gate report`)."""
         reason = None
@@ -106,7 +138,7 @@ class GitHubReporter:
             reason = "no repository (GITHUB_REPOSITORY)"
         elif not context.sha:
             reason = "no commit SHA (GITHUB_SHA or the event payload)"
-        return cls(gate, settings, context, client, inactive_reason=reason)
+        return cls(gate, settings, context, client, inactive_reason=reason, rendering=rendering)
 
     @property
     def active(self) -> bool:
@@ -116,7 +148,7 @@ class GitHubReporter:
     @property
     def name(self) -> str:
         """Check-run name and status context."""
-        return self.gate
+        return self.rendering.name(self.gate)
 
     def started(self) -> None:
         """Create the `in_progress` check run (and a pending status when always on)."""
@@ -211,16 +243,13 @@ class GitHubReporter:
     ) -> tuple[bool, bool]:
         """Complete (or create) the check run; returns (written, unavailable)."""
         client, context = self._client_and_context()
-        annotations, _ = checks.annotations_for_ops(
-            manifest.get("nondeterministic_ops") or [], context.workspace
-        )
-        output = {
-            "title": markdown.title(manifest),
-            "summary": markdown.summary_markdown(manifest),
-            "text": markdown.details_markdown(manifest),
-        }
+        rendering = self.rendering
+        annotations, _ = checks.annotations_for_ops(rendering.ops(manifest), context.workspace)
+        output = {"title": rendering.title(manifest), "summary": rendering.summary(manifest)}
+        if rendering.details is not None:
+            output["text"] = rendering.details(manifest)
         conclusion = {"pass": "success", "fail": "failure"}.get(
-            str(manifest.get("verdict")), self.settings.error_conclusion
+            rendering.verdict(manifest), self.settings.error_conclusion
         )
         error = self._check_error
         try:
@@ -266,7 +295,7 @@ class GitHubReporter:
     ) -> str | None:
         """Post the commit status; returns the creator's login, or None when it failed."""
         client, context = self._client_and_context()
-        state = statuses.STATES.get(str(manifest.get("verdict")), "error")
+        state = statuses.STATES.get(self.rendering.verdict(manifest), "error")
         try:
             status = statuses.post_status(
                 client,
@@ -274,7 +303,7 @@ class GitHubReporter:
                 context.sha,
                 state=state,
                 context=self.name,
-                description=markdown.title(manifest),
+                description=self.rendering.title(manifest),
                 target_url=context.run_url,
             )
         except GitHubError as failure:
@@ -301,8 +330,8 @@ class GitHubReporter:
                 client,
                 context.repository,
                 context.pull_request,
-                marker=markdown.comment_marker(self.gate),
-                body=markdown.comment_markdown({**manifest, "gate": self.gate}),
+                marker=self.rendering.marker(self.gate),
+                body=self.rendering.comment({**manifest, "gate": self.gate}),
                 author=identity,
             )
         except GitHubError as failure:

@@ -1,0 +1,111 @@
+"""`repro-gate runner`: the self-hosted GPU runner service (issue 16), one step at a time.
+
+`check-config` validates runner.yml and prints the slots and the registration target;
+`register-once` does one just-in-time registration for one slot. The long-running `serve`
+(one ephemeral runner per slot, kept registered) comes in a later change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from repro_gate.errors import ConfigError, ErrorKind, GateError, PublishError
+from repro_gate.runner.config import AppAuth, RunnerConfig, load_runner_config
+from repro_gate.runner.github_auth import AppInstallationToken
+from repro_gate.runner.registration import Registrar, runner_labels, runner_name
+from repro_gate.runner.slots import Slot, discover
+
+TOKEN_ON_COMMAND_LINE = (
+    "--token: a token is never taken on the command line (ps and shell history show it):"
+    " put it in a file named by github.auth.token_file in runner.yml, or use github.auth.app")
+
+
+def add_parser(subparsers: Any, name: str) -> None:
+    """Register `runner` and its subcommands."""
+    parser = subparsers.add_parser(
+        name,
+        help="the self-hosted GPU runner service (check-config, register-once)",
+        description="One ephemeral just-in-time GitHub Actions runner per GPU slot."
+        " check-config validates runner.yml; register-once registers one slot's runner."
+        " The long-running `serve` is not part of this version yet.",
+    )
+    actions = parser.add_subparsers(dest="runner_action", metavar="ACTION", required=True)
+    check = actions.add_parser("check-config", help="validate runner.yml, print slots and target")
+    _common(check)
+    check.set_defaults(handler=run_check_config)
+    register = actions.add_parser("register-once",
+                                  help="register one slot's JIT runner and print its name")
+    _common(register)
+    register.add_argument("--slot", type=int, required=True, help="slot index (check-config)")
+    register.add_argument("--jit-config-file", type=Path,
+                          help="write the runner's encoded JIT config here (mode 0600)")
+    register.set_defaults(handler=run_register_once)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, required=True, help="the runner.yml file")
+    # Refused with a pointer to the right place, rather than argparse's "unrecognized".
+    parser.add_argument("--token", help=argparse.SUPPRESS)
+
+
+def load(args: argparse.Namespace) -> tuple[RunnerConfig, list[Slot]]:
+    """The configuration and this machine's slots; ConfigError (exit 2) on any problem."""
+    if args.token is not None:
+        raise ConfigError(TOKEN_ON_COMMAND_LINE)
+    effective = load_runner_config(args.config)
+    return effective, discover(effective.slots)
+
+
+def run_check_config(args: argparse.Namespace) -> int:
+    """Print what the service would register; exit 0, or 2 on a bad configuration."""
+    effective, slots = load(args)
+    github = effective.github
+    if isinstance(github.auth, AppAuth):
+        # Sign one JWT now: a wrong key file is found here, not at the first registration.
+        AppInstallationToken(github.auth, github.api_url).app_jwt()
+    print(f"config: {effective.config_file}")
+    print(f"target: {github.target.describe()} at {github.api_url},"
+          f" runner group {github.runner_group_id}, auth: {_auth(effective)}")
+    print(f"work root: {effective.work_root}")
+    for slot in slots:
+        parent = f" (MIG on {slot.parent_uuid})" if slot.parent_uuid else ""
+        print(f"slot {slot.index}: {slot.uuid} {slot.model}{parent}"
+              f" -> {runner_name(effective.name_prefix, effective.host, slot)}"
+              f" [{', '.join(runner_labels(github.labels, slot))}]")
+    return 0
+
+
+def run_register_once(args: argparse.Namespace) -> int:
+    """One JIT registration; prints the runner's name and id."""
+    effective, slots = load(args)
+    if not 0 <= args.slot < len(slots):
+        raise ConfigError(f"--slot {args.slot}: this machine has slots 0 to {len(slots) - 1}")
+    try:
+        runner = Registrar(effective).register(slots[args.slot])
+    except PublishError as error:
+        # 401/403/404 are credentials or a target without the permission; the rest is GitHub.
+        raise GateError(f"registration failed: {error}", kind=ErrorKind.CONFIG) from None
+    if args.jit_config_file is not None:
+        _write_private(args.jit_config_file, runner.encoded_jit_config)
+    print(f"{runner.name} (id {runner.id})")
+    return 0
+
+
+def _auth(effective: RunnerConfig) -> str:
+    auth = effective.github.auth
+    if isinstance(auth, AppAuth):
+        return f"GitHub App {auth.app_id}, installation {auth.installation_id}"
+    return f"token file {auth.token_file}"
+
+
+def _write_private(path: Path, text: str) -> None:
+    """The JIT config holds the runner's credentials: only its owner may read it."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise ConfigError(f"--jit-config-file {path}: {error.strerror}") from None

@@ -1,0 +1,134 @@
+"""`repro-gate upgrade`: does upgrading the lockfile change the training's numerics, is it still
+reproducible, and which package did it.
+
+The baseline is the current lock (uv.lock or a pinned requirements.txt); the candidate is
+computed by uv (--upgrade, --upgrade-package) or given (--candidate-lock). Both run the ordinary
+gate in environments built from the locks alone; when their numerics differ, a search over the
+changed packages names the culprit. The report is written to <output_dir>/upgrade.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from repro_gate import config, publish
+from repro_gate.cli.flags import add_config_options
+from repro_gate.cli.sinks import stderr_sink_for
+from repro_gate.config import DEFAULT_OUTPUT_DIR, overrides
+from repro_gate.config.model import UpgradeConfig
+from repro_gate.errors import ConfigError, GateError
+from repro_gate.gate import lock
+from repro_gate.gate.upgrade_check import (
+    CandidateSource,
+    SilentPublisher,
+    UpgradeOptions,
+    configuration_error,
+    run_upgrade,
+)
+from repro_gate.launch import cancel, launcher_for
+from repro_gate.publish import actions
+from repro_gate.render import upgrade_console
+from repro_gate.upgrade import UpgradeRequest
+
+EPILOG = f"""\
+exit codes: 0 same (numerics equal or within tolerance, and reproducible), 1 changed or not
+reproducible, 2 error (bad input, a lock that does not resolve, an environment that cannot be
+built, a run that fails; what was written before stays).
+examples:
+  repro-gate upgrade --upgrade -- python train.py
+  repro-gate upgrade --upgrade-package torch --upgrade-package numpy -- python train.py
+  repro-gate upgrade --candidate-lock pr/uv.lock --command 'python train.py'
+environments are cached in {UpgradeConfig.cache_dir} (upgrade.cache_dir, --env-cache).
+"""
+
+
+def add_parser(subparsers: Any, name: str) -> None:
+    """Register `upgrade` and its options (every `check` option applies to both gates)."""
+    parser = subparsers.add_parser(
+        name,
+        help="compare the training under the current lock and an upgraded one; name the culprit",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    candidate = parser.add_argument_group("the candidate lock (one of)")
+    candidate.add_argument("--upgrade", action="store_true",
+                           help="upgrade every package (uv lock --upgrade / uv pip compile"
+                                " --upgrade)")
+    candidate.add_argument("--upgrade-package", action="append", metavar="NAME",
+                           help="upgrade only this package (repeatable)")
+    candidate.add_argument("--candidate-lock", metavar="PATH",
+                           help="the candidate lock as a file (e.g. a Dependabot pull request's)")
+    upgrade = parser.add_argument_group("upgrade check")
+    upgrade.add_argument("--lock", dest="upgrade_lock", metavar="PATH",
+                         help="the baseline lock (default: uv.lock, else requirements.txt)")
+    upgrade.add_argument("--inherit-site-packages", action=argparse.BooleanOptionalAction,
+                         default=None, help="layer the locked packages over this interpreter's"
+                                            " packages (images that ship torch)")
+    upgrade.add_argument("--upgrade-tolerance", metavar="SPEC",
+                         help="'bitwise' or 'atol=X,rtol=Y': how far the numerics may move"
+                              " (default: --tolerance)")
+    upgrade.add_argument("--max-bisect-runs", type=int, metavar="N",
+                         help=f"runs the culprit search may take (default"
+                              f" {UpgradeConfig.max_bisect_runs})")
+    upgrade.add_argument("--env-cache", metavar="DIR", help="where environments are cached")
+    upgrade.add_argument("--write-lock", action="store_true",
+                         help="copy the candidate lock over the project's lock (not on error)")
+    add_config_options(parser)
+    parser.add_argument("--json", action="store_true", help="print upgrade.json on stdout")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="do not stream the runs' output (it is still logged to files)")
+    parser.add_argument("trailing_command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+                        help="training command as separate words, run without a shell")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the config, run the upgrade check, print the report; returns its exit code."""
+    try:
+        options = upgrade_options(args)
+        config_path = Path(args.config) if args.config else None
+        effective = config.load(config_path, overrides.from_flags(args), Path.cwd())
+    except GateError as error:
+        output_dir = Path(args.output_dir or DEFAULT_OUTPUT_DIR).absolute()
+        configuration_error(error, Path.cwd(), output_dir, SilentPublisher())
+        raise
+    actions.mask_credentials()
+    with cancel.on_signals(), lock.hold(effective, args.wait):
+        outcome = run_upgrade(effective, options, launcher_for, publish.for_upgrade(effective),
+                              stderr_sink_for(args.quiet))
+    if args.json:
+        print(json.dumps(outcome.document, indent=2))
+    else:
+        shown = None if outcome.path is None else _shown(outcome.path)
+        print(upgrade_console.render(outcome.document, shown))
+    return outcome.exit_code
+
+
+def upgrade_options(args: argparse.Namespace) -> UpgradeOptions:
+    """What to compare, from the flags; a ConfigError when it is unclear."""
+    given = args.candidate_lock is not None
+    computed = args.upgrade or bool(args.upgrade_package)
+    if given and computed:
+        raise ConfigError("--candidate-lock gives the candidate; --upgrade and"
+                          " --upgrade-package compute one: use one of them")
+    if args.upgrade and args.upgrade_package:
+        raise ConfigError("--upgrade upgrades every package: leave out --upgrade-package")
+    if not given and not computed:
+        raise ConfigError("nothing to compare: give --upgrade, --upgrade-package NAME or"
+                          " --candidate-lock PATH")
+    if given:
+        source = CandidateSource(lock=Path(args.candidate_lock).absolute())
+    else:
+        source = CandidateSource(request=UpgradeRequest(tuple(args.upgrade_package or ())))
+    return UpgradeOptions(source, write_lock=args.write_lock)
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,278 @@
+"""`repro-gate upgrade`: does moving from the baseline lock to a candidate lock change the
+training's numerics, is it still reproducible, and which package did it.
+
+    locks       the baseline lock; the candidate computed by uv or given; the change set
+    gates       the ordinary gate in the baseline's environment, then in the candidate's
+    numerics    the baseline's run A against the candidate's run A (upgrade.tolerance)
+    culprits    when the numerics changed: the culprit search (upgrade/culprits.py), each
+                trial a fail-fast run against the baseline's run A; one confirmation run per
+                culprit group, compared to the end
+    record      upgrade.json, validated and atomic; then the publisher
+
+Every error becomes the verdict `error` with a one-line reason, and everything written before
+it (manifests, logs, the candidate lock) stays. The inner gates publish nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from repro_gate.compare.runs import compare_runs
+from repro_gate.config import Config, ToleranceConfig
+from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError
+from repro_gate.gate import upgrade_record
+from repro_gate.gate.pipeline import (
+    GateOutcome,
+    LauncherFactory,
+    SinkFactory,
+    ensure_writable,
+    internal_error,
+    run_gate,
+)
+from repro_gate.gate.record import now
+from repro_gate.gate.upgrade_runs import (
+    BASELINE_SIDE,
+    CANDIDATE_SIDE,
+    InEnvironment,
+    Trials,
+    first_loss_outside,
+    numerics_status,
+    python_environment,
+    side,
+)
+from repro_gate.gate.upgrade_state import UpgradeState
+from repro_gate.launch import cancel
+from repro_gate.manifest.store import write_text_atomic
+from repro_gate.manifest.upgrade import write_upgrade
+from repro_gate.publish import Publisher
+from repro_gate.render import markdown_upgrade
+from repro_gate.upgrade import (
+    BuildEnvironment,
+    LocalEnvironments,
+    UpgradeRequest,
+    change_set,
+    compute_candidate,
+    find_lock,
+    given_candidate,
+    read_lock,
+)
+from repro_gate.upgrade.culprits import find_culprits
+
+EXIT_CODES = {"same": EXIT_PASS, "changed": EXIT_FAIL, "not_reproducible": EXIT_FAIL,
+              "error": EXIT_ERROR}
+UPGRADE_MARKDOWN = "upgrade.md"
+UPGRADE_SUBDIR = "upgrade"  # in the output directory: both gates, the trials, the candidate
+
+
+@dataclass(frozen=True)
+class CandidateSource:
+    """Where the candidate lock comes from: a file, or uv upgrading the baseline."""
+
+    lock: Path | None = None  # given (--candidate-lock)
+    request: UpgradeRequest | None = None  # computed (--upgrade / --upgrade-package)
+
+
+@dataclass(frozen=True)
+class UpgradeOptions:
+    candidate: CandidateSource
+    baseline_lock: Path | None = None  # None: config.upgrade.lock, else found in the workdir
+    write_lock: bool = False  # copy the candidate over the project's lock (not on error)
+
+
+@dataclass
+class UpgradeOutcome:
+    document: dict[str, Any]
+    path: Path | None
+    exit_code: int
+
+
+class SilentPublisher:
+    """The inner gates' publisher: the upgrade report is what gets published."""
+
+    def started(self) -> None:
+        return None
+
+    def finished(self, document: dict[str, Any], manifest_path: Path | None) -> dict[str, Any]:
+        return {}
+
+
+def run_upgrade(config: Config, options: UpgradeOptions, open_launcher: LauncherFactory,
+                publisher: Publisher, sink_for: SinkFactory) -> UpgradeOutcome:
+    """The whole upgrade check; never raises a GateError but for an unwritable output dir."""
+    ensure_writable(config.output_dir)
+    state = UpgradeState(started_at=now(), started=time.monotonic())
+    try:
+        _check(config, options, open_launcher, publisher, sink_for, state)
+    except GateError as error:
+        state.error = error
+    except Exception as error:  # the one boundary for the unexpected
+        state.error = internal_error(error, config.output_dir)
+    cancel.ignore_from_now()
+    document = upgrade_record.assemble(config, state)
+    path = _write(document, config.output_dir)
+    document.update(publisher.finished(document, path))
+    if path is not None:
+        path = _write(document, config.output_dir) or path
+        _write_markdown(document, config.output_dir)
+    if options.write_lock and document["verdict"] != "error" and state.candidate_kept:
+        _write_lock(state)
+    return UpgradeOutcome(document, path, EXIT_CODES[document["verdict"]])
+
+
+def configuration_error(error: GateError, workdir: Path, output_dir: Path,
+                        publisher: Publisher) -> UpgradeOutcome:
+    """The record of a check that could not start (a bad flag, input or config file): an
+    upgrade.json with the verdict `error`, so that CI still finds one and the step's outputs
+    say why."""
+    ensure_writable(output_dir)
+    state = UpgradeState(started_at=now(), started=time.monotonic(), error=error)
+    config = Config(workdir=workdir, output_dir=output_dir)
+    document = upgrade_record.assemble(config, state)
+    path = _write(document, output_dir)
+    document.update(publisher.finished(document, path))
+    return UpgradeOutcome(document, path, EXIT_ERROR)
+
+
+def _check(config: Config, options: UpgradeOptions, open_launcher: LauncherFactory,
+           publisher: Publisher, sink_for: SinkFactory, state: UpgradeState) -> None:
+    work = config.output_dir / UPGRADE_SUBDIR
+    _read_locks(config, options, work, state)
+    publisher.started()
+    if not state.applicable_names():
+        return
+    build = environments_for(config)
+    launcher = open_launcher(config)
+    state.environments["baseline"] = build(state.baseline_lock().pins())
+    state.gates["baseline"] = _gate(config, "baseline", launcher, state, sink_for)
+    _require_baseline_reproducible(state.gates["baseline"])
+    state.environments["candidate"] = build(state.candidate_lock().pins())
+    state.gates["candidate"] = _gate(config, "candidate", launcher, state, sink_for)
+    if state.gates["candidate"].exit_code == EXIT_ERROR:
+        reason = state.gates["candidate"].manifest["reasons"][0]
+        raise GateError(f"the gate in the candidate environment: {reason['message']}",
+                        kind=ErrorKind(reason["code"]))
+    if not reproducible(state.gates["candidate"].manifest):
+        return
+    _compare_numerics(config, state)
+    if state.numerics_status == "changed":
+        _search(config, launcher, build, state, sink_for)
+
+
+def _read_locks(config: Config, options: UpgradeOptions, work: Path,
+                state: UpgradeState) -> None:
+    lock_path = options.baseline_lock or find_lock(config.workdir, config.upgrade.lock)
+    state.baseline = read_lock(lock_path)
+    source = options.candidate
+    if source.lock is not None:
+        state.candidate = given_candidate(source.lock, state.baseline)
+        state.candidate_source = "given"
+    else:
+        state.request = source.request or UpgradeRequest()
+        scratch = work / "scratch"
+        shutil.rmtree(scratch, ignore_errors=True)
+        state.candidate = compute_candidate(state.baseline, state.request, scratch)
+    kept = work / f"candidate.{state.baseline.path.name}"
+    work.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(state.candidate.path, kept)
+    state.candidate_kept = kept
+    state.changes = change_set(state.baseline, state.candidate)
+
+
+def environments_for(config: Config) -> BuildEnvironment:
+    """Where the environments live follows the launcher: on this host, or in the image."""
+    upgrade = config.upgrade
+    if config.container.image:
+        from repro_gate.upgrade.docker_environments import DockerEnvironments
+
+        return DockerEnvironments.for_config(config)
+    return LocalEnvironments(upgrade.cache_path, upgrade.inherit_site_packages)
+
+
+def _gate(config: Config, role: str, launcher_base: Any, state: UpgradeState,
+          sink_for: SinkFactory) -> GateOutcome:
+    environment = python_environment(state.environments[role])
+    inner = dataclasses.replace(config, output_dir=config.output_dir / UPGRADE_SUBDIR / role)
+    outcome = run_gate(inner, lambda _: InEnvironment(launcher_base, environment),
+                       SilentPublisher(), lambda name: sink_for(f"{role} {name}"))
+    cancel.listen_again()  # the inner gate stopped listening once its verdict was decided
+    return outcome
+
+
+def reproducible(manifest: dict[str, Any]) -> bool:
+    """Passed, or failed on the cost budget alone."""
+    codes = {reason["code"] for reason in manifest["reasons"]}
+    return manifest["verdict"] == "pass" or codes == {"cost_over_budget"}
+
+
+def _require_baseline_reproducible(outcome: GateOutcome) -> None:
+    reasons = outcome.manifest["reasons"]
+    if outcome.exit_code == EXIT_ERROR:
+        raise GateError(f"the gate in the baseline environment: {reasons[0]['message']}",
+                        kind=ErrorKind(reasons[0]["code"]))
+    if not reproducible(outcome.manifest):
+        raise GateError(
+            f"the baseline is not reproducible ({reasons[0]['message']}): fix that first"
+            " (repro-gate check), then compare an upgrade with it",
+            kind=ErrorKind.BASELINE_NOT_REPRODUCIBLE)
+
+
+def tolerance_of(config: Config) -> ToleranceConfig:
+    return config.upgrade.tolerance or config.tolerance
+
+
+def _compare_numerics(config: Config, state: UpgradeState) -> None:
+    tolerance = tolerance_of(config)
+    baseline = side(_run_a(state.gates["baseline"]), BASELINE_SIDE)
+    candidate = side(_run_a(state.gates["candidate"]), CANDIDATE_SIDE)
+    state.comparison = compare_runs([baseline, candidate], tolerance, config.compare)
+    loss_step = first_loss_outside(baseline, candidate, tolerance)
+    state.numerics_status = numerics_status(state.comparison, tolerance, loss_step)
+
+
+def _run_a(outcome: GateOutcome) -> Any:
+    return next(record for record in outcome.records if record.mode == "deterministic")
+
+
+def _search(config: Config, launcher: Any, build: BuildEnvironment, state: UpgradeState,
+            sink_for: SinkFactory) -> None:
+    trials_config = dataclasses.replace(
+        config, output_dir=config.output_dir / UPGRADE_SUBDIR / "trials")
+    ensure_writable(trials_config.output_dir)
+    trials = Trials(trials_config, launcher, build, state.baseline_lock(),
+                    state.candidate_lock(), _run_a(state.gates["baseline"]),
+                    tolerance_of(config), lambda name: sink_for(f"trial {name}"))
+    state.trials = trials
+    state.search = find_culprits(state.applicable_names(), trials,
+                                 config.upgrade.max_bisect_runs)
+    for number, group in enumerate(state.search.groups, start=1):
+        state.confirmations.append(trials.confirm(group, number))
+
+
+def _write(document: dict[str, Any], output_dir: Path) -> Path | None:
+    try:
+        return write_upgrade(document, output_dir)
+    except GateError as error:
+        print(f"repro-gate: error: {error.message}", file=sys.stderr)
+        return None
+
+
+def _write_markdown(document: dict[str, Any], output_dir: Path) -> None:
+    """`upgrade.md` beside upgrade.json: the report as the pull request shows it, for a
+    workflow's next steps (a pull request body, a tracking issue)."""
+    try:
+        write_text_atomic(output_dir / UPGRADE_MARKDOWN, markdown_upgrade.report(document))
+    except OSError as error:
+        print(f"repro-gate: warning: {UPGRADE_MARKDOWN} not written: {error}", file=sys.stderr)
+
+
+def _write_lock(state: UpgradeState) -> None:
+    """The candidate lock over the project's lock, for the weekly pull request."""
+    assert state.candidate_kept is not None and state.baseline is not None
+    shutil.copyfile(state.candidate_kept, state.baseline.path)
+

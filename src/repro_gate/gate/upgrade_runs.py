@@ -1,0 +1,179 @@
+"""Runs of `repro-gate upgrade` inside environments built from locks.
+
+The two gates run through `InEnvironment`, a launcher whose runs find the environment's
+interpreter first on PATH. The culprit search asks `Trials` about a subset of the changes: one
+deterministic run in the baseline's environment with exactly those packages moved, failing fast
+against the baseline's run A (bitwise, or on the loss leaving the tolerance). A confirmation
+run of a culprit group runs to the end, so that its artifacts can be compared too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from repro_gate import probe
+from repro_gate.compare.runs import RunSide, compare_runs
+from repro_gate.compare.status import WITHIN_TOLERANCE
+from repro_gate.config import Config, ToleranceConfig
+from repro_gate.errors import ErrorKind, GateError
+from repro_gate.gate import runs, verdict
+from repro_gate.gate.collect import Sources
+from repro_gate.launch.base import Launcher, LineSink, PythonEnvironment, RunOutcome, RunSpec
+from repro_gate.upgrade import BuildEnvironment, Environment, Lock, apply_changes
+from repro_gate.upgrade.culprits import Outcome
+
+SinkFactory = Callable[[str], LineSink]
+BASELINE_SIDE = "baseline"
+CANDIDATE_SIDE = "candidate"
+# Building an environment that does not resolve or install answers "skip", not an error.
+SKIPPED_KINDS = frozenset({ErrorKind.LOCK_UNRESOLVABLE, ErrorKind.ENVIRONMENT})
+
+
+@dataclass(frozen=True)
+class InEnvironment:
+    """A launcher whose runs use `environment` (its `bin` first on PATH)."""
+
+    inner: Launcher
+    environment: PythonEnvironment
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def python_executable(self) -> str:
+        return str(self.environment.python)
+
+    def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
+        inside = dataclasses.replace(spec, python_environment=self.environment)
+        return self.inner.run(inside, sink)
+
+
+def python_environment(environment: Environment) -> PythonEnvironment:
+    return PythonEnvironment(environment.path, environment.volume)
+
+
+def side(record: runs.RunRecord, name: str) -> RunSide:
+    """`record` as one side of a comparison, under another name (both gates have a run A)."""
+    return dataclasses.replace(record.side(), name=name)
+
+
+def numerics_status(comparison: dict[str, Any], tolerance: ToleranceConfig,
+                    loss_step: int | None) -> str:
+    """same | within_tolerance | changed, for a comparison of the baseline with another run.
+
+    Under a tolerance the artifacts and the losses decide; bitwise, any difference does.
+    """
+    if verdict.failures(comparison, []) or loss_step is not None:
+        return "changed"
+    within = any(item["status"] == WITHIN_TOLERANCE for item in comparison["artifacts"])
+    if within or comparison.get("first_divergence"):
+        return "within_tolerance"
+    return "same"
+
+
+def first_loss_outside(a: RunSide, b: RunSide, tolerance: ToleranceConfig) -> int | None:
+    """The first step whose loss leaves |a - b| <= atol + rtol * |b| (None bitwise: the
+    trajectory comparison decides there)."""
+    if tolerance.bitwise:
+        return None
+    losses = {entry.get("step"): entry.get("loss") for entry in a.trajectory}
+    for entry in b.trajectory:
+        expected, seen = losses.get(entry.get("step")), entry.get("loss")
+        if not isinstance(expected, str) or not isinstance(seen, str):
+            continue
+        try:
+            x, y = float.fromhex(expected), float.fromhex(seen)
+        except ValueError:
+            continue
+        if not abs(x - y) <= tolerance.atol + tolerance.rtol * abs(y):
+            return int(entry["step"])
+    return None
+
+
+@dataclass
+class TrialRun:
+    """What one run of the search, or a confirmation run, showed."""
+
+    packages: tuple[str, ...]
+    outcome: Outcome
+    record: runs.RunRecord | None = None
+    comparison: dict[str, Any] | None = None
+    step: int | None = None  # the first divergent step
+    note: str | None = None  # why it was skipped
+
+
+@dataclass
+class Trials:
+    """The culprit search's oracle: a subset of the changes -> same, changed or skip."""
+
+    config: Config  # output_dir: where the trial runs go
+    launcher: Launcher
+    build: BuildEnvironment
+    baseline: Lock
+    candidate: Lock
+    reference: runs.RunRecord  # the baseline gate's run A
+    tolerance: ToleranceConfig
+    sink_for: SinkFactory
+    done: list[TrialRun] = field(default_factory=list)
+
+    def __call__(self, packages: tuple[str, ...]) -> Outcome:
+        trial = self.run(packages, name=f"T{len(self.done) + 1}", fail_fast=True)
+        self.done.append(trial)
+        return trial.outcome
+
+    def confirm(self, packages: tuple[str, ...], number: int) -> TrialRun:
+        """A run of the baseline with `packages` moved, to its end, compared with run A."""
+        return self.run(packages, name=f"C{number}", fail_fast=False)
+
+    def run(self, packages: tuple[str, ...], name: str, fail_fast: bool) -> TrialRun:
+        pins = apply_changes(self.baseline, self.candidate, packages)
+        try:
+            environment = self.build(pins)
+        except GateError as error:
+            if error.kind not in SKIPPED_KINDS:
+                raise
+            return TrialRun(packages, Outcome.SKIP, note=error.message)
+        launcher = InEnvironment(self.launcher, python_environment(environment))
+        record = self._execute(launcher, name, fail_fast)
+        if record.timed_out or not record.ended_cleanly:
+            what = "timed out" if record.timed_out else f"exited with code {record.exit_code}"
+            return TrialRun(packages, Outcome.SKIP, record,
+                         note=f"the training {what} (log: {record.log_path})")
+        return self._judge(packages, record)
+
+    def _execute(self, launcher: Launcher, name: str, fail_fast: bool) -> runs.RunRecord:
+        reference = None
+        if fail_fast and self.reference.trajectory:
+            reference = probe.probe_output_dir(self.reference.run_dir)
+        spec = runs.build_spec(self.config, launcher, name, "deterministic", reference)
+        if reference is not None and not self.tolerance.bitwise:
+            spec.env[probe.ENV_FAIL_FAST_TOLERANCE] = json.dumps(
+                {"atol": self.tolerance.atol, "rtol": self.tolerance.rtol})
+        workdir = self.config.workdir if launcher.name == "local" else None
+        sources = Sources(spec.run_dir, workdir, self.config.output_dir)
+        return runs.execute(launcher, spec, self.sink_for(name), sources,
+                            list(self.config.artifacts))
+
+    def _judge(self, packages: tuple[str, ...], record: runs.RunRecord) -> TrialRun:
+        baseline = side(self.reference, BASELINE_SIDE)
+        other = side(record, record.name)
+        comparison = compare_runs([baseline, other], self.tolerance, self.config.compare)
+        divergence = comparison.get("first_divergence")
+        loss_step = first_loss_outside(baseline, other, self.tolerance)
+        if record.stopped == "divergence":
+            step = _stop_step(record) or (divergence or {}).get("step")
+            return TrialRun(packages, Outcome.CHANGED, record, comparison, step)
+        status = numerics_status(comparison, self.tolerance, loss_step)
+        if status == "changed":
+            step = loss_step or (divergence or {}).get("step")
+            return TrialRun(packages, Outcome.CHANGED, record, comparison, step)
+        return TrialRun(packages, Outcome.SAME, record, comparison)
+
+
+def _stop_step(record: runs.RunRecord) -> int | None:
+    step = (record.probe_status or {}).get("stop_step")
+    return step if isinstance(step, int) else None

@@ -1,0 +1,183 @@
+"""`runner.yml` -> the frozen, typed `RunnerConfig` of the runner service.
+
+The file is checked against `schemas/runner.schema.json`, then the rules a schema cannot say
+(the token file exists, no token written in the file). Every default is defined here, once.
+Relative paths are resolved against the file's folder, so the service may start anywhere.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from repro_gate import validation
+from repro_gate.config.loader import read_config_file
+from repro_gate.errors import ConfigError
+
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_RUNNER_GROUP_ID = 1  # GitHub's "Default" group; the only one a repository has
+DEFAULT_NAME_PREFIX = "repro-gate"
+DEFAULT_WORK_ROOT = "/var/lib/repro-gate/runner"
+DEFAULT_GPU_MODEL = "unknown-gpu"  # label when neither NVML nor the file names the model
+# Fetch a new installation token when the current one has less than this left (they live 1 h).
+DEFAULT_TOKEN_REFRESH_MARGIN = 300.0
+SCHEMA = "runner"
+# Keys that would put a secret in the file itself: refused with a pointer to token_file.
+SECRET_KEYS = ("token", "private_key", "jwt")
+
+
+class SlotSource(str, Enum):
+    """Where the slots come from."""
+
+    GPUS = "gpus"  # one per GPU NVML lists
+    MIG = "mig"  # one per MIG instance (GPUs in MIG mode); whole GPUs otherwise
+    UUIDS = "uuids"  # exactly the listed UUIDs
+
+
+class TargetKind(str, Enum):
+    """What the runners are registered with."""
+
+    REPOSITORY = "repository"
+    ORGANIZATION = "organization"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A repository (`owner/name`) or an organisation (`login`)."""
+
+    kind: TargetKind
+    name: str
+
+    def api_path(self, suffix: str = "") -> str:
+        """`/repos/o/r/actions/runners…` or `/orgs/o/actions/runners…`."""
+        scope = "repos" if self.kind is TargetKind.REPOSITORY else "orgs"
+        return f"/{scope}/{self.name}/actions/runners{suffix}"
+
+    def describe(self) -> str:
+        return f"{self.kind.value} {self.name}"
+
+
+@dataclass(frozen=True)
+class AppAuth:
+    """A GitHub App installation."""
+
+    app_id: int
+    installation_id: int
+    private_key_file: Path
+    refresh_margin: float = DEFAULT_TOKEN_REFRESH_MARGIN
+
+
+@dataclass(frozen=True)
+class TokenFileAuth:
+    """A token read from a file at each use (so it can be rotated without a restart)."""
+
+    token_file: Path
+
+
+@dataclass(frozen=True)
+class GitHubSettings:
+    api_url: str
+    target: Target
+    runner_group_id: int
+    labels: tuple[str, ...]
+    auth: AppAuth | TokenFileAuth
+
+
+@dataclass(frozen=True)
+class SlotSettings:
+    source: SlotSource = SlotSource.GPUS
+    uuids: tuple[str, ...] = ()
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """The effective runner service configuration."""
+
+    github: GitHubSettings
+    slots: SlotSettings
+    name_prefix: str
+    host: str
+    work_root: Path
+    config_file: Path
+
+
+def load_runner_config(path: Path) -> RunnerConfig:
+    """Read, validate and type `path`; every problem is one ConfigError line."""
+    document = read_config_file(path)
+    _refuse_secrets(document, str(path))
+    problems = validation.errors(SCHEMA, document)
+    if problems:
+        raise ConfigError(f"{path}: {'; '.join(problems)}")
+    base = path.resolve().parent
+    return RunnerConfig(
+        github=_github(document["github"], base, str(path)),
+        slots=_slots(document.get("slots") or {}, str(path)),
+        name_prefix=document.get("name_prefix", DEFAULT_NAME_PREFIX),
+        host=document.get("host") or default_host(),
+        work_root=base / document.get("work_root", DEFAULT_WORK_ROOT),
+        config_file=path.resolve(),
+    )
+
+
+def default_host() -> str:
+    """This machine's short host name, cut to what a runner name allows."""
+    short = socket.gethostname().split(".")[0] or "host"
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in short)[:30]
+
+
+def _github(section: dict[str, Any], base: Path, source: str) -> GitHubSettings:
+    if "repository" in section:
+        target = Target(TargetKind.REPOSITORY, section["repository"])
+    else:
+        target = Target(TargetKind.ORGANIZATION, section["organization"])
+    return GitHubSettings(
+        api_url=section.get("api_url", DEFAULT_API_URL).rstrip("/"),
+        target=target,
+        runner_group_id=section.get("runner_group_id", DEFAULT_RUNNER_GROUP_ID),
+        labels=tuple(section.get("labels") or ()),
+        auth=_auth(section["auth"], base, source),
+    )
+
+
+def _auth(section: dict[str, Any], base: Path, source: str) -> AppAuth | TokenFileAuth:
+    if "token_file" in section:
+        token_file = _existing_file(base / section["token_file"], "github.auth.token_file", source)
+        return TokenFileAuth(token_file)
+    app = section["app"]
+    key = _existing_file(base / app["private_key_file"], "github.auth.app.private_key_file",
+                         source)
+    return AppAuth(app["app_id"], app["installation_id"], key)
+
+
+def _slots(section: dict[str, Any], source: str) -> SlotSettings:
+    kind = SlotSource(section.get("source", SlotSource.GPUS.value))
+    uuids = tuple(section.get("uuids") or ())
+    if kind is SlotSource.UUIDS and not uuids:
+        raise ConfigError(f"{source}: slots.uuids: is required when slots.source is 'uuids'")
+    if uuids and kind is not SlotSource.UUIDS:
+        raise ConfigError(f"{source}: slots.uuids: only used with slots.source 'uuids'")
+    return SlotSettings(kind, uuids, section.get("model"))
+
+
+def _existing_file(path: Path, key: str, source: str) -> Path:
+    if not path.is_file():
+        raise ConfigError(f"{source}: {key}: {path} not found")
+    return path
+
+
+def _refuse_secrets(document: dict[str, Any], source: str) -> None:
+    """A secret written in runner.yml ends up in backups and `ps`-free but world-readable
+    places; name the right key rather than the schema's generic 'unknown key'."""
+    github = document.get("github")
+    auth = github.get("auth") if isinstance(github, dict) else None
+    for where, section in (("github", github), ("github.auth", auth)):
+        if isinstance(section, dict):
+            for key in SECRET_KEYS:
+                if key in section:
+                    raise ConfigError(f"{source}: {where}.{key}: a secret is never written in"
+                                      " runner.yml: put it in a file and name it in"
+                                      " github.auth.token_file (or use github.auth.app)")

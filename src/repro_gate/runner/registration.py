@@ -1,0 +1,124 @@
+"""Just-in-time runner registrations with GitHub, for a repository or an organisation.
+
+A JIT runner is registered by the service (`POST …/actions/runners/generate-jitconfig`) and
+handed only its encoded config, so the runner container never holds a registration token; it
+runs one job and GitHub removes it. The service still lists the runners with its name prefix
+and deletes what is left (a runner whose container died before taking a job).
+
+Requests go through the project's GitHub client (retries on 5xx, 429 and secondary rate limits,
+honouring Retry-After, within a time budget); each call starts a fresh budget.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from repro_gate.errors import GitHubError
+from repro_gate.publish.github.client import GitHubClient, RetryPolicy
+from repro_gate.runner.config import RunnerConfig
+from repro_gate.runner.github_auth import TokenSource, token_source
+from repro_gate.runner.slots import Slot
+
+FIXED_LABELS = ("self-hosted", "gpu")
+SERVICE_LABEL = "repro-gate"
+MAX_NAME = 64  # runner names longer than this are refused by the runner's configuration
+MAX_LABEL = 100
+
+
+@dataclass(frozen=True)
+class JitRunner:
+    """A registered runner and the config its container starts with."""
+
+    id: int
+    name: str
+    labels: tuple[str, ...]
+    encoded_jit_config: str
+
+
+@dataclass(frozen=True)
+class RegisteredRunner:
+    """A runner as GitHub lists it."""
+
+    id: int
+    name: str
+    status: str  # online, offline
+    busy: bool
+
+
+def slug(text: str) -> str:
+    """`NVIDIA H100 80GB HBM3` -> `nvidia-h100-80gb-hbm3`: a label GitHub and YAML accept."""
+    lowered = re.sub(r"[^a-z0-9._]+", "-", text.lower()).strip("-.")
+    return lowered[:MAX_LABEL] or "gpu"
+
+
+def runner_name(prefix: str, host: str, slot: Slot) -> str:
+    """PREFIX-HOST-slotN: unique per host and slot, so a re-registration replaces the old one."""
+    return f"{prefix}-{host}-slot{slot.index}"[:MAX_NAME]
+
+
+def runner_labels(extra: tuple[str, ...], slot: Slot) -> tuple[str, ...]:
+    """self-hosted, gpu, the GPU model, repro-gate, then the configured labels (no repeats)."""
+    ordered = [*FIXED_LABELS, slug(slot.model), SERVICE_LABEL, *extra]
+    return tuple(dict.fromkeys(ordered))
+
+
+class Registrar:
+    """Registers, lists and deletes the service's runners for one target."""
+
+    def __init__(self, config: RunnerConfig, tokens: TokenSource | None = None,
+                 policy: RetryPolicy | None = None) -> None:
+        self.config = config
+        self.github = config.github
+        self.policy = policy
+        self.tokens = tokens or token_source(config.github.auth, config.github.api_url, policy)
+
+    def register(self, slot: Slot) -> JitRunner:
+        """One JIT registration for `slot`; GitHubError (one line) when GitHub refuses."""
+        name = runner_name(self.config.name_prefix, self.config.host, slot)
+        labels = runner_labels(self.github.labels, slot)
+        body = {"name": name, "runner_group_id": self.github.runner_group_id,
+                "labels": list(labels)}
+        path = self.github.target.api_path("/generate-jitconfig")
+        answer = self._client().request("POST", path, json=body).json()
+        runner = answer.get("runner") if isinstance(answer, dict) else None
+        if not isinstance(runner, dict) or not isinstance(answer.get("encoded_jit_config"), str):
+            raise GitHubError("POST", path, 201, "the answer holds no runner or JIT config")
+        return JitRunner(int(runner["id"]), str(runner["name"]), labels,
+                         answer["encoded_jit_config"])
+
+    def list_runners(self) -> list[RegisteredRunner]:
+        """The target's runners whose name starts with the service's prefix."""
+        prefix = self.config.name_prefix + "-"
+        found = []
+        client = self._client()
+        url: str | None = self.github.target.api_path()
+        query: dict[str, Any] | None = {"per_page": 100}
+        while url:
+            # The list is wrapped ({"total_count", "runners"}), so the client's `paginate`
+            # (for bare lists) does not apply; the Link header is followed the same way.
+            response = client.request("GET", url, params=query)
+            found += [_runner(item) for item in response.json().get("runners", [])]
+            url = response.links.get("next", {}).get("url")
+            query = None
+        return [runner for runner in found if runner.name.startswith(prefix)]
+
+    def delete(self, runner_id: int) -> bool:
+        """Remove a registration; False when GitHub no longer has it (already gone)."""
+        try:
+            self._client().request("DELETE", self.github.target.api_path(f"/{runner_id}"))
+        except GitHubError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    def _client(self) -> GitHubClient:
+        # A new client per call: a fresh time budget and the token that is valid now.
+        return GitHubClient(self.github.api_url, self.tokens.token(), policy=self.policy)
+
+
+def _runner(item: dict[str, Any]) -> RegisteredRunner:
+    return RegisteredRunner(int(item["id"]), str(item["name"]), str(item.get("status", "")),
+                            bool(item.get("busy", False)))

@@ -159,6 +159,11 @@ class GitHubError(PublishError):
         return self.status in (403, 404)
 
 
+def printable(text: str) -> str:
+    """`text` with control characters (a `\r` in a path the user gave) as escapes."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def one_line(error: BaseException | str, limit: int = 300) -> str:
     """The first non-blank line of an error's text, cut to `limit` characters (ending in …).
 

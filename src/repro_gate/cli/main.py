@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from repro_gate import __version__
-from repro_gate.errors import EXIT_ERROR, GateError, one_line
+from repro_gate.errors import EXIT_ERROR, GateError, one_line, printable
 from repro_gate.launch import cancel
 
 # Subcommand name -> module in repro_gate.cli.commands; each module has `add_parser` and `run`.
@@ -71,10 +71,6 @@ def _refuse_dashes_as_a_value(parser: argparse.ArgumentParser, arguments: list[s
         if argument.startswith("-") and argument.endswith("=--"):
             parser.error(f"argument {argument.split('=', 1)[0]}: expected a value, not '--'")
 
-
-def printable(text: str) -> str:
-    """`text` on one line: control characters (a `\r` in a path the user gave) as escapes."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _run(args: argparse.Namespace) -> int:

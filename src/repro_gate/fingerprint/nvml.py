@@ -30,27 +30,28 @@ def read_nvml() -> dict[str, Any]:
         return {"error": f"NVML is not available: {one_line(error)}"}
     try:
         raw: dict[str, Any] = {
-            "driver_version": _call(pynvml.nvmlSystemGetDriverVersion),
-            "cuda_driver_version": _call(pynvml.nvmlSystemGetCudaDriverVersion_v2),
+            "driver_version": nvml_call(pynvml.nvmlSystemGetDriverVersion),
+            "cuda_driver_version": nvml_call(pynvml.nvmlSystemGetCudaDriverVersion_v2),
             "devices": [],
         }
-        count = _call(pynvml.nvmlDeviceGetCount)
+        count = nvml_call(pynvml.nvmlDeviceGetCount)
         if isinstance(count, dict):
             return {**raw, "error": f"cannot count GPUs: {count['error']}"}
         for index in range(count):
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            memory = _call(pynvml.nvmlDeviceGetMemoryInfo, handle)
-            pci = _call(pynvml.nvmlDeviceGetPciInfo, handle)
+            memory = nvml_call(pynvml.nvmlDeviceGetMemoryInfo, handle)
+            pci = nvml_call(pynvml.nvmlDeviceGetPciInfo, handle)
             raw["devices"].append(
                 {
                     "index": index,
-                    "name": _call(pynvml.nvmlDeviceGetName, handle),
-                    "uuid": _call(pynvml.nvmlDeviceGetUUID, handle),
+                    "name": nvml_call(pynvml.nvmlDeviceGetName, handle),
+                    "uuid": nvml_call(pynvml.nvmlDeviceGetUUID, handle),
                     "pci_bus_id": pci if isinstance(pci, dict) else getattr(pci, "busId", None),
                     "memory_total": memory if isinstance(memory, dict) else memory.total,
-                    "compute_capability": _call(pynvml.nvmlDeviceGetCudaComputeCapability, handle),
-                    "mig_mode": _call(pynvml.nvmlDeviceGetMigMode, handle),
-                    "ecc_mode": _call(pynvml.nvmlDeviceGetEccMode, handle),
+                    "compute_capability": nvml_call(
+                        pynvml.nvmlDeviceGetCudaComputeCapability, handle),
+                    "mig_mode": nvml_call(pynvml.nvmlDeviceGetMigMode, handle),
+                    "ecc_mode": nvml_call(pynvml.nvmlDeviceGetEccMode, handle),
                 }
             )
         return raw
@@ -141,7 +142,9 @@ def join_gpus(nvml_devices: list[dict[str, Any]], torch_devices: list[dict[str, 
     return joined
 
 
-def _call(function: Any, *args: Any) -> Raw:
+def nvml_call(function: Any, *args: Any) -> Raw:
+    """`function(*args)`, or `{"error": ...}` when NVML raises: one field must not lose the
+    others."""
     try:
         return function(*args)
     except Exception as error:

@@ -36,6 +36,7 @@ from repro_gate.gate.pipeline import (
     run_gate,
 )
 from repro_gate.gate.record import now
+from repro_gate.gate.runs import RunRecord
 from repro_gate.gate.upgrade_runs import (
     BASELINE_SIDE,
     CANDIDATE_SIDE,
@@ -46,8 +47,9 @@ from repro_gate.gate.upgrade_runs import (
     python_environment,
     side,
 )
-from repro_gate.gate.upgrade_state import UpgradeState
+from repro_gate.gate.upgrade_state import Role, UpgradeState
 from repro_gate.launch import cancel
+from repro_gate.launch.base import Launcher
 from repro_gate.manifest.store import write_text_atomic
 from repro_gate.manifest.upgrade import write_upgrade
 from repro_gate.publish import Publisher
@@ -194,7 +196,7 @@ def environments_for(config: Config) -> BuildEnvironment:
     return LocalEnvironments(upgrade.cache_path, upgrade.inherit_site_packages)
 
 
-def _gate(config: Config, role: str, launcher_base: Any, state: UpgradeState,
+def _gate(config: Config, role: Role, launcher_base: Launcher, state: UpgradeState,
           sink_for: SinkFactory) -> GateOutcome:
     environment = python_environment(state.environments[role])
     inner = dataclasses.replace(config, output_dir=config.output_dir / UPGRADE_SUBDIR / role)
@@ -235,11 +237,11 @@ def _compare_numerics(config: Config, state: UpgradeState) -> None:
     state.numerics_status = numerics_status(state.comparison, tolerance, loss_step)
 
 
-def _run_a(outcome: GateOutcome) -> Any:
+def _run_a(outcome: GateOutcome) -> RunRecord:
     return next(record for record in outcome.records if record.mode == "deterministic")
 
 
-def _search(config: Config, launcher: Any, build: BuildEnvironment, state: UpgradeState,
+def _search(config: Config, launcher: Launcher, build: BuildEnvironment, state: UpgradeState,
             sink_for: SinkFactory) -> None:
     trials_config = dataclasses.replace(
         config, output_dir=config.output_dir / UPGRADE_SUBDIR / "trials")

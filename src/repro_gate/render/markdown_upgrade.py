@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from repro_gate.errors import printable
 from repro_gate.render.markdown import CHECK_TEXT_LIMIT, VERDICT_ICONS
 from repro_gate.render.markdown_text import TABLE_ROWS, cell, more_text, one_line
 from repro_gate.render.upgrade_console import (
@@ -34,7 +35,6 @@ from repro_gate.render.upgrade_console import (
     numerics_text,
     op_text,
     plural,
-    printable,
     reproducibility_text,
     search_text,
     versions_text,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from repro_gate.compare.structured import is_number
+from repro_gate.errors import printable
 from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import headline as cause_headline
 from repro_gate.render.diagnosis import names_text, op_location
@@ -235,10 +236,6 @@ def first_message(reasons: Any) -> str:
             return " ".join(message.split())
     return ""
 
-
-def printable(text: str) -> str:
-    """`text` with control characters as escapes, as cli/main.py prints its error line."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def culprits_words(document: Mapping[str, Any]) -> str:

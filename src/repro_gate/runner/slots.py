@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from repro_gate.errors import ConfigError, one_line
-from repro_gate.fingerprint.nvml import MIG_MODES, normalize_uuid
+from repro_gate.fingerprint.nvml import MIG_MODES, normalize_uuid, nvml_call
 from repro_gate.runner.config import DEFAULT_GPU_MODEL, SlotSettings, SlotSource
 
 Raw = dict[str, Any]
@@ -44,9 +44,9 @@ def read_devices() -> Raw:
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
             devices.append({
                 "index": index,
-                "name": _call(pynvml.nvmlDeviceGetName, handle),
-                "uuid": _call(pynvml.nvmlDeviceGetUUID, handle),
-                "mig_mode": _call(pynvml.nvmlDeviceGetMigMode, handle),
+                "name": nvml_call(pynvml.nvmlDeviceGetName, handle),
+                "uuid": nvml_call(pynvml.nvmlDeviceGetUUID, handle),
+                "mig_mode": nvml_call(pynvml.nvmlDeviceGetMigMode, handle),
                 "mig_devices": _mig_devices(pynvml, handle),
             })
         return {"devices": devices}
@@ -59,7 +59,7 @@ def read_devices() -> Raw:
 
 def _mig_devices(pynvml: Any, handle: Any) -> list[Raw] | Raw:
     """The MIG instances of a GPU in MIG mode ([] when none, {"error"} when not supported)."""
-    count = _call(pynvml.nvmlDeviceGetMaxMigDeviceCount, handle)
+    count = nvml_call(pynvml.nvmlDeviceGetMaxMigDeviceCount, handle)
     if isinstance(count, dict):
         return count
     found = []
@@ -68,8 +68,8 @@ def _mig_devices(pynvml: Any, handle: Any) -> list[Raw] | Raw:
             mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, position)
         except Exception:  # NVML_ERROR_NOT_FOUND: no instance at this position
             continue
-        found.append({"name": _call(pynvml.nvmlDeviceGetName, mig),
-                      "uuid": _call(pynvml.nvmlDeviceGetUUID, mig)})
+        found.append({"name": nvml_call(pynvml.nvmlDeviceGetName, mig),
+                      "uuid": nvml_call(pynvml.nvmlDeviceGetUUID, mig)})
     return found
 
 
@@ -121,12 +121,6 @@ def _mig_enabled(device: Raw) -> bool:
     mode = device.get("mig_mode")
     return isinstance(mode, (list, tuple)) and bool(mode) and MIG_MODES.get(mode[0]) == "enabled"
 
-
-def _call(function: Any, *args: Any) -> Any:
-    try:
-        return function(*args)
-    except Exception as error:
-        return {"error": one_line(error)}
 
 
 def _text(value: Any) -> str | None:

@@ -4,7 +4,8 @@
     ├── GateError                  a problem the user can fix: `kind` and exit code 2
     │   ├── ConfigError            kind `config`
     │   ├── MissingDependencyError kind `missing_dependency`
-    │   └── ReportInputError       kind `report_input`
+    │   ├── ReportInputError       kind `report_input`
+    │   └── ForkRefusedError       kind `fork_pull_request`, exit code 3
     └── PublishError               publishing a verdict failed; it never changes the verdict
         ├── PushError              a Pushgateway push attempt
         └── GitHubError            a GitHub API request
@@ -36,6 +37,9 @@ else:  # pragma: no cover - exercised on 3.10 only
 EXIT_PASS = 0
 EXIT_FAIL = 1
 EXIT_ERROR = 2
+# The gate refused to run at all (a fork's code on a machine it must not reach): not a broken
+# input the author can fix, so a workflow can tell it from an error.
+EXIT_REFUSED = 3
 
 # The 403 message of a token that may not write (e.g. in a pull request from a fork).
 READ_ONLY_MESSAGE = "Resource not accessible by integration"
@@ -80,6 +84,9 @@ class ErrorKind(StrEnum):
     # the gate itself
     CANCELLED = "cancelled"  # interrupted (Ctrl-C, SIGTERM) before a verdict
     LOCKED = "locked"  # another gate is using the output directory or the working directory
+    # a pull request's code from a fork on a self-hosted runner of a public repository, or
+    # checked out by pull_request_target (docs/action.md#pull-requests-from-forks)
+    FORK_PULL_REQUEST = "fork_pull_request"
     INTERNAL = "internal"  # a bug in repro-gate: an exception nobody expected
 
 
@@ -123,6 +130,15 @@ class ReportInputError(GateError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, kind=ErrorKind.REPORT_INPUT)
+
+
+class ForkRefusedError(GateError):
+    """A fork's code would run where it must not; refused before anything runs."""
+
+    exit_code = EXIT_REFUSED
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind=ErrorKind.FORK_PULL_REQUEST)
 
 
 class PublishError(ReproGateError):

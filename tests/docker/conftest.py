@@ -252,3 +252,39 @@ def action_image(docker_client: docker.DockerClient, python_image: PinnedImage,
         forcerm=True,
     )
     return image.id
+
+
+# -- the runner service's tests: a private dockerd with a no-op NVIDIA hook, the stand-in runner
+
+from gpu_dockerd import DockerdError, GpuDockerd, build_standin_image  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def gpu_dockerd(docker_client: docker.DockerClient) -> Iterator[GpuDockerd]:
+    """A private dockerd (own socket, data and exec roots) on which a GPU device request
+    starts; `.visible_devices()` tells what each container asked for (gpu_dockerd.py)."""
+    if shutil.which("dockerd") is None or os.geteuid() != 0:
+        unavailable("dockerd and root to start a private Docker Engine")
+    driver = os.environ.get("DOCKERD_STORAGE_DRIVER") or docker_client.info()["Driver"]
+    try:
+        daemon = GpuDockerd(driver)
+    except DockerdError as error:
+        unavailable(str(error))
+    try:
+        daemon.start()
+    except DockerdError as error:
+        daemon.close()
+        unavailable(str(error))
+    yield daemon
+    daemon.close()
+
+
+@pytest.fixture(scope="session")
+def standin_runner_image(docker_client: docker.DockerClient, registry: str,
+                         python_image: PinnedImage, gpu_dockerd: GpuDockerd) -> str:
+    """The stand-in runner (tests/docker/standin_runner/), digest-pinned, in the private
+    daemon: built on the shared one, pushed to the local registry, pulled by digest."""
+    tag = build_standin_image(docker_client, python_image.tag)
+    pinned = push_pinned(docker_client, registry, tag)
+    gpu_dockerd.pull(pinned.reference)
+    return pinned.reference

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import http.client
 import json
+import os
 import shutil
 import socket
-import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,9 +18,15 @@ import pytest
 from conftest import TEST_LABEL, GateContainers, PinnedImage
 from docker.utils.socket import frames_iter
 from gate_cli import TRAININGS, check
+from proxy_thread import RunningProxy
 
 import repro_gate
-from repro_gate.runner.docker_ownership import SLOT_LABEL, referenced_containers, scoped
+from repro_gate.runner.docker_ownership import (
+    SLOT_LABEL,
+    referenced_containers,
+    scoped,
+    with_slot_socket,
+)
 from repro_gate.runner.docker_policy import (
     SlotPolicy,
     check_create,
@@ -34,12 +35,13 @@ from repro_gate.runner.docker_policy import (
     check_update,
     check_volume_create,
 )
-from repro_gate.runner.docker_proxy import serve
 from repro_gate.runner.docker_routes import Handling, route
 
 SLOT_GPU = "GPU-11111111-2222-3333-4444-555555555555"
 OTHER_GPU = "GPU-99999999-8888-7777-6666-555555555555"
-DAEMON_SOCKET = Path("/var/run/docker.sock")
+# The daemon the `docker_client` fixture uses (docker.from_env): DOCKER_HOST or the default.
+DAEMON_SOCKET = Path(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+                     .removeprefix("unix://"))
 
 
 def policy_for(work: Path, **changes: Any) -> SlotPolicy:
@@ -149,6 +151,87 @@ def test_a_symbolic_link_out_of_the_work_folder_and_the_slot_socket_are_refused(
     assert allowed is None
 
 
+RUNNER_SOCKET = "/var/run/docker.sock"  # where the runner container sees its slot's socket
+
+
+def socket_mount(source: str, **more: Any) -> dict[str, Any]:
+    return {"Type": "bind", "Source": source, "Target": RUNNER_SOCKET, **more}
+
+
+# (create body, the body forwarded); `{proxy}` is the slot's proxy socket on the host.
+SOCKET_REWRITTEN = [
+    # The runner's `docker create -v "/var/run/docker.sock":"/var/run/docker.sock"`.
+    (host(Binds=[f"{RUNNER_SOCKET}:{RUNNER_SOCKET}", "{work}/data:/data:ro"]),
+     host(Binds=[f"{{proxy}}:{RUNNER_SOCKET}", "{work}/data:/data:ro"])),
+    (host(Binds=["/run/docker.sock:/inner.sock:ro"]), host(Binds=["{proxy}:/inner.sock:ro"])),
+    # `--mount type=bind,source=/var/run/docker.sock,target=…,readonly`.
+    (host(Mounts=[socket_mount(RUNNER_SOCKET, ReadOnly=True)]),
+     host(Mounts=[socket_mount("{proxy}", ReadOnly=True)])),
+    # Every place and spelling the daemon reads a bind from, as check_create reads them.
+    ({"Image": "python", "hostconfig": {"binds": [f"{RUNNER_SOCKET}:/s"]}},
+     {"Image": "python", "hostconfig": {"binds": ["{proxy}:/s"]}}),
+    ({"Image": "python", "Binds": [f"{RUNNER_SOCKET}:/s"]},
+     {"Image": "python", "Binds": ["{proxy}:/s"]}),
+    ({"Image": "python", "HostConfig": {"mounts": [{"type": "bind", "source": RUNNER_SOCKET}]}},
+     {"Image": "python", "HostConfig": {"mounts": [{"type": "bind", "source": "{proxy}"}]}}),
+]
+
+SOCKET_REFUSED = [
+    (host(Binds=[f"{RUNNER_SOCKET}/../x:/x"]), f"bind '{RUNNER_SOCKET}/../x' is refused"),
+    (host(Binds=["/var/run/../run/docker.sock:/s"]), "is refused: only paths inside"),
+    (host(Binds=["//var/run/docker.sock:/s"]), "is refused: only paths inside"),
+    (host(Binds=["/var/run/./docker.sock:/s:ro"]), "is refused: only paths inside"),
+    (host(Mounts=[socket_mount(f"{RUNNER_SOCKET}/")]), "bind mount '/var/run/docker.sock/'"),
+    (host(Binds=["{proxy}:/s"]), "is refused: only paths inside"),  # its host path: no
+    (host(Mounts=[{"Type": "volume", "Target": "/s", "VolumeOptions": {"DriverConfig": {
+        "Options": {"type": "none", "o": "bind", "device": RUNNER_SOCKET}}}}]),
+     "volume mount device '/var/run/docker.sock' is refused"),
+]
+
+
+def with_paths(body: dict[str, Any], work: Path, proxy: Path) -> dict[str, Any]:
+    return json.loads(json.dumps(body).replace("{work}", str(work)).replace("{proxy}", str(proxy)))
+
+
+@pytest.fixture
+def socket_policy(tmp_path: Path) -> SlotPolicy:
+    """A slot whose proxy socket lies beside its work folder, as the service lays them out."""
+    (tmp_path / "work" / "data").mkdir(parents=True)
+    proxy = tmp_path / "proxy" / "docker.sock"
+    return policy_for(tmp_path / "work", protected=frozenset({proxy}), proxy_socket=proxy)
+
+
+@pytest.mark.parametrize(("body", "forwarded"), SOCKET_REWRITTEN)
+def test_the_runners_socket_path_is_rewritten_to_the_slots_proxy_socket(
+    body: dict[str, Any], forwarded: dict[str, Any], socket_policy: SlotPolicy
+) -> None:
+    work, proxy = socket_policy.work_folder, socket_policy.proxy_socket
+    assert proxy is not None
+    body = with_paths(body, work, proxy)
+
+    assert check_create(body, socket_policy) is None
+    assert with_slot_socket(body, socket_policy) == with_paths(forwarded, work, proxy)
+
+
+@pytest.mark.parametrize(("body", "reason"), SOCKET_REFUSED)
+def test_any_other_path_to_a_docker_socket_stays_refused(
+    body: dict[str, Any], reason: str, socket_policy: SlotPolicy
+) -> None:
+    assert socket_policy.proxy_socket is not None
+    body = with_paths(body, socket_policy.work_folder, socket_policy.proxy_socket)
+
+    refused = check_create(body, socket_policy)
+
+    assert refused is not None and reason in refused, refused
+
+
+def test_without_a_proxy_socket_the_runners_socket_path_is_refused(tmp_path: Path) -> None:
+    # A policy that serve() has not completed names no socket to rewrite to.
+    refused = check_create(host(Binds=[f"{RUNNER_SOCKET}:{RUNNER_SOCKET}"]), policy_for(tmp_path))
+
+    assert refused is not None and f"bind '{RUNNER_SOCKET}' is refused" in refused
+
+
 @pytest.mark.parametrize(("check", "body", "reason"), [
     (check_update, {"Memory": 1 << 30, "CpuShares": 2048, "PidsLimit": -1}, None),
     (check_update, {"DeviceRequests": [gpu([OTHER_GPU])]}, "DeviceIDs"),
@@ -213,59 +296,10 @@ def test_what_a_request_names_and_how_listings_are_narrowed() -> None:
         "label": {"a=b": True, f"{SLOT_LABEL}={SLOT_GPU}": True}}
 
 
-class RunningProxy:
-    """`serve` in its own thread and event loop, as the runner service will run it."""
-
-    def __init__(self, policy: SlotPolicy, upstream: Path = DAEMON_SOCKET) -> None:
-        self.directory = Path(tempfile.mkdtemp(prefix="rg-proxy-"))  # short: socket paths
-        self.socket = self.directory / "docker.sock"
-        self.policy = policy
-        self.upstream = upstream
-        self.loop = asyncio.new_event_loop()
-        self.task: asyncio.Task[None] | None = None
-        self.ended = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.socket.exists():
-            assert time.monotonic() < deadline, "the proxy did not start"
-            time.sleep(0.05)
-
-    @functools.cached_property
-    def client(self) -> docker.DockerClient:
-        """The Docker SDK on the proxy's socket (it asks the daemon's API version at once)."""
-        return docker.DockerClient(base_url=f"unix://{self.socket}", timeout=120)
-
-    def _run(self) -> None:
-        self.task = self.loop.create_task(serve(self.policy, self.socket, self.upstream))
-        try:
-            self.loop.run_until_complete(self.task)
-        except asyncio.CancelledError:
-            self.ended.set()
-        finally:
-            self.loop.close()
-
-    def stop(self) -> None:
-        if "client" in self.__dict__:
-            self.client.close()
-        if self.task is not None:
-            self.loop.call_soon_threadsafe(self.task.cancel)
-        self.thread.join(timeout=15)
-        shutil.rmtree(self.directory, ignore_errors=True)
-
-    def connection(self) -> http.client.HTTPConnection:
-        """A raw keep-alive HTTP connection to the proxy."""
-        connection = http.client.HTTPConnection("localhost", timeout=30)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(str(self.socket))
-        connection.sock = sock
-        return connection
-
-
 @pytest.fixture
 def proxy(docker_client: docker.DockerClient, tmp_path: Path) -> Iterator[RunningProxy]:
     """A proxy for a slot whose work folder is this test's tmp_path (the workspace is in it)."""
-    running = RunningProxy(policy_for(tmp_path))
+    running = RunningProxy(policy_for(tmp_path), DAEMON_SOCKET)
     yield running
     running.stop()
 
@@ -288,9 +322,9 @@ def test_a_daemon_that_is_down_is_a_502_naming_its_socket(tmp_path: Path) -> Non
 def run_python(
     client: docker.DockerClient, image: str, gate: str, code: str, **options: Any
 ) -> Any:
-    return client.containers.run(
-        image, ["python", "-c", code], detach=True, labels={TEST_LABEL: gate}, **options
-    )
+    # No network unless a test asks: none needs one.
+    return client.containers.run(image, ["python", "-c", code], detach=True,
+                                 labels={TEST_LABEL: gate}, **{"network_mode": "none", **options})
 
 
 @pytest.mark.docker
@@ -386,14 +420,15 @@ def test_containers_of_other_slots_are_out_of_reach(
     exec_into = refused(lambda: proxy.client.api.exec_create(foreign.id, ["true"]))
     volumes_from = refused(lambda: run_python(
         proxy.client, python_image.reference, gate_containers.gate, "0", volumes_from=[foreign.id]))
-    listed = {c.id for c in proxy.client.containers.list(all=True)}
+    listed = {c.id: c.labels.get(SLOT_LABEL) for c in proxy.client.containers.list(all=True)}
     mine = proxy.client.containers.get(own.id)
     for container in (own, foreign):
         container.remove(force=True)
 
     assert f"container '{foreign.id}' is not one of this slot's" in inspect
     assert "is not one of this slot's" in exec_into and "is not one of this slot's" in volumes_from
-    assert listed == {own.id}
+    # Only the slot's containers (an interrupted earlier run may have left one of its own).
+    assert own.id in listed and foreign.id not in listed and set(listed.values()) == {SLOT_GPU}
     assert mine.labels[SLOT_LABEL] == SLOT_GPU
 
 
@@ -412,6 +447,51 @@ def test_the_slots_own_gpu_reaches_the_daemon(
     assert "repro-gate docker proxy" not in str(error.explanation)
     (created,) = gate_containers.list()
     assert created.attrs["HostConfig"]["DeviceRequests"][0]["DeviceIDs"] == [SLOT_GPU]
+
+
+# Run inside a container action: ask the Docker socket at each path for another slot's GPU.
+ASK_FOR_ANOTHER_GPU = f"""
+import http.client, json, socket
+class Unix(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(self.host)
+body = {{"Image": "x", "HostConfig": {{"DeviceRequests": [
+    {{"Count": 0, "DeviceIDs": ["{OTHER_GPU}"], "Capabilities": [["gpu"]]}}]}}}}
+for path in ("{RUNNER_SOCKET}", "/opt/slot.sock"):
+    connection = Unix(path)
+    connection.request("POST", "/v1.41/containers/create", json.dumps(body),
+                       {{"Content-Type": "application/json"}})
+    answer = connection.getresponse()
+    print(json.dumps([path, answer.status, json.loads(answer.read())["message"]]))
+"""
+
+
+@pytest.mark.docker
+def test_a_container_action_gets_the_slots_proxy_socket_one_level_down(
+    proxy: RunningProxy, python_image: PinnedImage, gate_containers: GateContainers
+) -> None:
+    # As the runner starts a container action: its own socket path, in both forms.
+    action = run_python(
+        proxy.client, python_image.reference, gate_containers.gate, ASK_FOR_ANOTHER_GPU,
+        volumes={RUNNER_SOCKET: {"bind": RUNNER_SOCKET, "mode": "rw"}},
+        mounts=[docker.types.Mount("/opt/slot.sock", "/run/docker.sock", type="bind",
+                                   read_only=True)])
+    status = action.wait(timeout=60)
+    output = action.logs().decode()
+    answers = [json.loads(line) for line in output.splitlines() if line.startswith("[")]
+    action.reload()
+    mounts = {mount["Destination"]: (mount["Source"], mount["RW"])
+              for mount in action.attrs["Mounts"]}
+    action.remove()
+
+    assert mounts == {RUNNER_SOCKET: (str(proxy.socket), True),
+                      "/opt/slot.sock": (str(proxy.socket), False)}
+    refusal = (f"repro-gate docker proxy: DeviceRequests: DeviceIDs ['{OTHER_GPU}'] is refused;"
+               f" this slot may use only ['{SLOT_GPU}']")
+    assert answers == [[RUNNER_SOCKET, 403, refusal], ["/opt/slot.sock", 403, refusal]], output
+    assert status["StatusCode"] == 0
+    assert gate_containers.list() == []
 
 
 @pytest.mark.docker
@@ -462,7 +542,7 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(proxy: RunningProxy)
 def test_cancelling_serve_closes_open_streams_and_removes_the_socket(
     docker_client: docker.DockerClient, tmp_path: Path
 ) -> None:
-    running = RunningProxy(policy_for(tmp_path))
+    running = RunningProxy(policy_for(tmp_path), DAEMON_SOCKET)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(str(running.socket))
         sock.sendall(b"GET /v1.41/events HTTP/1.1\r\nHost: docker\r\n\r\n")

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import yaml
 from metrics_servers import (
     GRAFANA_DIR,
@@ -23,10 +25,19 @@ from metrics_servers import (
     make_manifest,
     wait_until,
 )
+from prometheus_client import generate_latest
 
 from repro_gate.config import MetricsConfig
 from repro_gate.publish.metrics import push_manifest
 from repro_gate.publish.metrics.push import keep_payload
+from repro_gate.runner.metrics import (
+    JobOutcome,
+    MetricsServer,
+    ServiceMetrics,
+    SlotState,
+    serve_metrics,
+)
+from repro_gate.runner.slots import Slot
 
 DASHBOARDS = {
     "executive": GRAFANA_DIR / "dashboards" / "executive.json",
@@ -34,6 +45,8 @@ DASHBOARDS = {
     "debug": GRAFANA_DIR / "dashboards" / "debug.json",
 }
 PANEL_TYPES = {"stat", "timeseries", "table", "bargauge"}
+ROW = "row"  # a row header: no query; the panels below it, up to the next row, are its own
+RUNNER_JOB = "repro-gate-runner"  # prometheus.yml's scrape job of the runner service
 # Grafana's variables, replaced by values Prometheus accepts.
 SUBSTITUTIONS = {
     "$__rate_interval": "1m",
@@ -42,6 +55,7 @@ SUBSTITUTIONS = {
     "$repository": ".*",
     "$gate": ".*",
     "$runner_slot": ".*",
+    "$pool": ".*",
 }
 # Queries that legitimately answer nothing right after two healthy pushes.
 EMPTY_NOW = {
@@ -82,7 +96,9 @@ def variable_query(variable: dict[str, Any]) -> str:
 
 def targets(dashboard: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [
-        (panel["title"], target) for panel in dashboard["panels"] for target in panel["targets"]
+        (panel["title"], target)
+        for panel in dashboard["panels"]
+        for target in panel.get("targets", [])
     ]
 
 
@@ -108,9 +124,8 @@ def test_dashboard_structure(name: str) -> None:
     assert len(ids) == len(set(ids))
     occupied: set[tuple[int, int]] = set()
     for panel in dashboard["panels"]:
-        assert panel["type"] in PANEL_TYPES
+        assert panel["type"] in PANEL_TYPES | {ROW}
         assert panel["title"] and panel["description"]
-        assert panel["datasource"] == {"type": "prometheus", "uid": uid}
         grid = panel["gridPos"]
         assert grid["x"] >= 0 and grid["x"] + grid["w"] <= 24 and grid["h"] > 0
         cells = {
@@ -120,6 +135,13 @@ def test_dashboard_structure(name: str) -> None:
         }
         assert not cells & occupied, f"panel {panel['title']} overlaps another"
         occupied |= cells
+        if panel["type"] == ROW:
+            # Expanded rows keep their panels at the top level, below the row's header.
+            assert grid["w"] == 24 and grid["h"] == 1 and grid["x"] == 0
+            assert panel["collapsed"] is False and panel["panels"] == []
+            assert "targets" not in panel
+            continue
+        assert panel["datasource"] == {"type": "prometheus", "uid": uid}
         ref_ids = [target["refId"] for target in panel["targets"]]
         assert ref_ids and len(ref_ids) == len(set(ref_ids))
         for target in panel["targets"]:
@@ -134,6 +156,18 @@ def test_dashboards_cover_their_audiences() -> None:
     for needle in ("reproducible_runs:ratio_28d", "slo_objective", "error_budget", "cost"):
         assert needle in text["executive"]
     for needle in ("last_run_verdict", "nondeterministic_ops", "push_time_seconds", "ALERTS"):
+        assert needle in text["on-call"]
+    runner_row = [p for p in load(DASHBOARDS["on-call"])["panels"] if p["type"] == ROW]
+    assert [row["title"] for row in runner_row] == ["Runner service"]
+    for needle in (
+        "repro_gate_runner_slots",
+        "repro_gate_runner_jobs_started_total",
+        "repro_gate_runner_jobs_finished_total",
+        "histogram_quantile(0.5, sum by (le, pool) (rate(repro_gate_runner_job_duration",
+        "histogram_quantile(0.95, sum by (le, pool) (rate(repro_gate_runner_job_duration",
+        "repro_gate_runner_registration_failures_total",
+        "repro_gate_runner_health_refusals_total",
+    ):
         assert needle in text["on-call"]
     for needle in ("max_abs_divergence", "run_duration_seconds", "environment_info", "mode"):
         assert needle in text["debug"]
@@ -151,22 +185,66 @@ def test_dashboards_use_only_recorded_rules_and_pushed_metrics(tmp_path: Path) -
     payload = keep_payload(make_manifest("fail", ops=1), tmp_path).read_text(encoding="utf-8")
     pushed = set(re.findall(r"^(repro_gate_[a-z_]+)", payload, flags=re.MULTILINE))
     pushed.add("repro_gate_step_duration_stddev_seconds")  # only with trajectories in run dirs
+    pushed |= runner_metric_names()
     for path in DASHBOARDS.values():
         text = path.read_text(encoding="utf-8")
         assert set(re.findall(r"repro_gate:[a-z0-9_:]+", text)) <= recorded, path.name
         assert set(re.findall(r"\brepro_gate_[a-z_]+", text)) <= pushed, path.name
 
 
+def runner_metrics() -> ServiceMetrics:
+    """The runner service's metrics after a job, a refusal and a failed registration."""
+    metrics = ServiceMetrics("lab")
+    slot = Slot(0, "GPU-5e1c2a4b-8d3f-4b7e-9a61-0c2d3e4f5a6b", "NVIDIA H100 80GB HBM3")
+    metrics.set_state(slot, SlotState.REGISTERING)
+    metrics.registration_failed(slot)
+    metrics.set_state(slot, SlotState.BUSY)
+    metrics.job_started(slot)
+    metrics.job_finished(slot, JobOutcome.COMPLETED, 600.0)
+    metrics.health_refused(slot)
+    metrics.job_finished(slot, JobOutcome.REFUSED, 2.0)
+    metrics.set_state(slot, SlotState.IDLE)
+    return metrics
+
+
+def runner_metric_names() -> set[str]:
+    """Every repro_gate_ name the runner service's /metrics exposes."""
+    text = generate_latest(runner_metrics().registry).decode("utf-8")
+    return set(re.findall(r"^(repro_gate_[a-z_]+)", text, flags=re.MULTILINE))
+
+
+def scrape_runner(prometheus: Prometheus, port: int) -> None:
+    """Point prometheus.yml's runner job at a real /metrics endpoint, and reload."""
+    (flag,) = [arg for arg in prometheus.argv if arg.startswith("--config.file=")]
+    path = Path(flag.split("=", 1)[1])
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    (job,) = [job for job in config["scrape_configs"] if job["job_name"] == RUNNER_JOB]
+    job["scrape_interval"] = config["global"]["scrape_interval"]
+    job["static_configs"] = [{"targets": [f"127.0.0.1:{port}"]}]
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    requests.post(prometheus.url + "/-/reload", timeout=10).raise_for_status()
+
+
+@pytest.fixture
+def runner_endpoint() -> Iterator[MetricsServer]:
+    """A real runner service /metrics endpoint."""
+    server = serve_metrics("127.0.0.1:0", runner_metrics().registry)
+    yield server
+    server.close()
+
+
 @pytest.mark.prometheus
 @pytest.mark.slow
 def test_every_query_runs_on_prometheus(
-    tmp_path: Path, pushgateway: Pushgateway, prometheus: Prometheus
+    tmp_path: Path, pushgateway: Pushgateway, prometheus: Prometheus,
+    runner_endpoint: MetricsServer,
 ) -> None:
     environ = {
         "REPRO_GATE_PUSHGATEWAY_URL": pushgateway.url,
         "GITHUB_REPOSITORY": "octo/vision",
         "REPRO_GATE_PUSHGATEWAY_NEW_GROUP_WAIT": "2",
     }
+    scrape_runner(prometheus, runner_endpoint.port)
     now = datetime.now(timezone.utc)
     for offset, verdict in ((2, "pass"), (1, "fail")):
         manifest = make_manifest(verdict, finished=now - timedelta(seconds=offset), ops=2)

@@ -18,6 +18,7 @@ __all__ = ["Answer", "FakeGitHub", "Principal"]  # re-exported: fake_github is o
 TOKEN = "ghs_actions"  # a token the fake knows
 SLOT_UUIDS = ["GPU-5e1c2a4b-8d3f-4b7e-9a61-0c2d3e4f5a6b",
               "GPU-7a9b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d"]
+RUNNER_IMAGE = "ghcr.io/actions/actions-runner@sha256:" + "5" * 64  # pinned; never pulled
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def github() -> Iterator[FakeGitHub]:
 
 def write_config(folder: Path, github: dict, **top: object) -> Path:
     """A runner.yml in `folder` listing two H100 slots by UUID, plus `top` keys."""
-    document = {"github": github, "host": "gpuhost",
+    document = {"github": github, "host": "gpuhost", "runner": {"image": RUNNER_IMAGE},
                 "slots": {"source": "uuids", "uuids": SLOT_UUIDS,
                           "model": "NVIDIA H100 80GB HBM3"},
                 **top}

@@ -42,6 +42,12 @@ NVML_ANSWERS = "error" not in CHECK.read_nvml()
 needs_no_nvml = pytest.mark.skipif(NVML_ANSWERS, reason="NVML answers here: see test_on_this_gpu")
 
 
+def status_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "status"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 def run_hook(tmp_path: Path, uuid: str, *, smi: bool = True, **extra: str
              ) -> tuple[subprocess.CompletedProcess[str], str]:
     """The installed `.sh` as the runner runs it; (result, what it left in $GITHUB_ENV)."""
@@ -55,8 +61,11 @@ def run_hook(tmp_path: Path, uuid: str, *, smi: bool = True, **extra: str
         (tools / "nvidia-smi").chmod(0o755)
     github_env = tmp_path / "github_env"
     github_env.write_text("EARLIER=1\n")
+    # The service's variables, with the host paths of this test for the container's.
     env = {"PATH": f"{tools}:/usr/bin:/bin", "GITHUB_ENV": str(github_env),
-           **hook.runner_environment(Slot(0, uuid, "x"), str(installed.script.parent)), **extra}
+           **hook.runner_environment(Slot(0, uuid, "x")),
+           hook.HOOK_VARIABLE: str(installed.script),
+           hook.STATUS_VARIABLE: str(status_dir(tmp_path) / hook.STATUS_FILE), **extra}
     # The runner runs a `.sh` hook with bash -e.
     result = subprocess.run(["bash", "-e", env[hook.HOOK_VARIABLE]], env=env,
                             capture_output=True, text=True, timeout=60)
@@ -142,11 +151,24 @@ def test_a_mig_slot_is_judged_by_its_gpu() -> None:
 
 def test_the_two_sides_agree_on_the_variable(tmp_path: Path) -> None:
     assert hook.SLOT_VARIABLE == CHECK.SLOT_VARIABLE
-    installed = hook.install(tmp_path)
+    old_umask = os.umask(0o077)
+    try:
+        installed = hook.install(tmp_path / "hooks")
+    finally:
+        os.umask(old_umask)
     assert os.access(installed.script, os.X_OK)
-    assert hook.runner_environment(Slot(0, MIG, "x")) == {
+    # Whatever the service's umask, the runner's user can enter the folder and read the check.
+    assert [oct(p.stat().st_mode & 0o777) for p in (tmp_path / "hooks", installed.check)] == [
+        "0o755", "0o644"]
+    assert hook.STATUS_VARIABLE == CHECK.STATUS_VARIABLE
+    assert hook.ALLOW_NO_GPU_VARIABLE == CHECK.ALLOW_NO_GPU_VARIABLE
+    service = {
         "ACTIONS_RUNNER_HOOK_JOB_STARTED": "/opt/repro-gate/hooks/repro-gate-job-started.sh",
-        "REPRO_GATE_SLOT_UUID": MIG}
+        "REPRO_GATE_SLOT_UUID": MIG,
+        "REPRO_GATE_HOOK_STATUS": "/opt/repro-gate/status/hook-status.json"}
+    assert hook.runner_environment(Slot(0, MIG, "x")) == service
+    assert hook.runner_environment(Slot(0, MIG, "x"), allow_no_gpu=True) == {
+        **service, "REPRO_GATE_HOOK_ALLOW_NO_GPU": "1"}
 
 
 @pytest.mark.skipif(not NVML_ANSWERS, reason="needs a GPU whose driver NVML reaches")
@@ -159,3 +181,58 @@ def test_on_this_gpu(tmp_path: Path) -> None:
     assert github_env.endswith(f"REPRO_GATE_GPUS={uuid}\n")
     refused, _ = run_hook(tmp_path, "GPU-00000000-0000-4000-8000-000000000000", smi=False)
     assert refused.returncode == 1 and "is not visible in this runner" in refused.stderr
+
+
+# The status file the service polls: the hook's outcome, as the service reads it.
+@needs_no_nvml
+def test_an_accepted_job_leaves_its_status(tmp_path: Path) -> None:
+    result, _ = run_hook(tmp_path, MIG)
+    assert result.returncode == 0, result.stderr
+    assert hook.read_status(status_dir(tmp_path)) == hook.HookStatus(
+        hook.HookOutcome.ACCEPTED, MIG)
+    assert [p.name for p in status_dir(tmp_path).iterdir()] == [hook.STATUS_FILE]  # no temp file
+
+
+@needs_no_nvml
+def test_a_refused_job_leaves_its_reason(tmp_path: Path) -> None:
+    result, _ = run_hook(tmp_path, SLOT_UUIDS[1])
+    assert result.returncode == 1
+    status = hook.read_status(status_dir(tmp_path))
+    assert status is not None and status.outcome is hook.HookOutcome.REFUSED
+    assert result.stderr == f"repro-gate hook: refusing the job: {status.detail}\n"
+    assert status.detail.startswith(f"GPU {SLOT_UUIDS[1]} is not visible in this runner")
+
+
+@pytest.mark.parametrize("uuid", [pytest.param(SLOT_UUIDS[0], marks=needs_no_nvml),
+                                  "not-a-uuid"])
+def test_a_status_that_cannot_be_written_keeps_the_hook_exit_code(tmp_path: Path, uuid: str
+                                                                   ) -> None:
+    """Accepted (with the allow flag where no GPU tool answers) and refused alike."""
+    nowhere = tmp_path / "missing" / hook.STATUS_FILE
+    result, github_env = run_hook(tmp_path, uuid, smi=False, REPRO_GATE_HOOK_ALLOW_NO_GPU="1",
+                                  REPRO_GATE_HOOK_STATUS=str(nowhere))
+    accepted = uuid != "not-a-uuid"
+    assert result.returncode == (0 if accepted else 1), result.stderr
+    assert github_env.endswith(f"REPRO_GATE_GPUS={uuid}\n") == accepted
+    assert f"repro-gate hook: cannot write the status file {nowhere}: " in result.stderr
+    assert not nowhere.parent.exists()
+
+
+def test_without_the_variable_no_status_is_written(tmp_path: Path) -> None:
+    result, _ = run_hook(tmp_path, "not-a-uuid", REPRO_GATE_HOOK_STATUS="")
+    assert result.returncode == 1 and "status file" not in result.stderr
+    assert hook.read_status(status_dir(tmp_path)) is None
+
+
+@pytest.mark.parametrize("content", [
+    b"{", b"[]", b'"accepted"', b'{"outcome": "maybe", "uuid": "GPU-1"}',
+    b'{"outcome": "accepted"}', b'{"outcome": "refused", "reason": 3}', b"\xff\xfe"])
+def test_a_garbled_status_is_a_refusal(tmp_path: Path, content: bytes) -> None:
+    (tmp_path / hook.STATUS_FILE).write_bytes(content)
+    assert hook.read_status(tmp_path) == hook.HookStatus(hook.HookOutcome.REFUSED, "unreadable")
+
+
+def test_a_refusal_reads_back_with_its_reason(tmp_path: Path) -> None:
+    (tmp_path / hook.STATUS_FILE).write_text('{"outcome": "refused", "reason": "too hot"}')
+    assert hook.read_status(tmp_path) == hook.HookStatus(hook.HookOutcome.REFUSED, "too hot")
+    assert hook.read_status(tmp_path / "elsewhere") is None

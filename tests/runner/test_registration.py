@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import shutil
 import stat
+import sys
 import time
 from pathlib import Path
 
@@ -25,7 +28,7 @@ from runner_files import (
 from repro_gate.errors import GitHubError
 from repro_gate.publish.github.client import RetryPolicy
 from repro_gate.runner.config import load_runner_config
-from repro_gate.runner.github_auth import AppInstallationToken
+from repro_gate.runner.github_auth import AppInstallationToken, rs256_signer
 from repro_gate.runner.registration import Registrar
 from repro_gate.runner.slots import Slot
 
@@ -138,6 +141,30 @@ def test_installation_token_fetched_reused_and_refreshed(
     assert used == ["Bearer ghs_installation1"] * 2 + ["Bearer ghs_installation2"]
     [sent] = github.requests_to("POST", "/app/installations/77/access_tokens")[:1]
     assert sent.body is None
+
+
+@pytest.mark.parametrize("backend", ["cryptography", "openssl"])
+def test_both_signers_make_a_jwt_github_accepts(
+    tmp_path: Path, github: FakeGitHub, monkeypatch: pytest.MonkeyPatch, backend: str
+) -> None:
+    calls = tmp_path / "openssl-calls"
+    if backend == "openssl":  # as in an image without cryptography; the command is logged
+        for name in [n for n in sys.modules if n.split(".")[0] == "cryptography"]:
+            monkeypatch.setitem(sys.modules, name, None)
+        monkeypatch.setitem(sys.modules, "cryptography", None)
+        tools = tmp_path / "bin"
+        tools.mkdir()
+        (tools / "openssl").write_text(
+            f'#!/bin/sh\necho "$1" >> {calls}\nexec {shutil.which("openssl")} "$@"\n')
+        (tools / "openssl").chmod(0o755)
+        monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    else:
+        pytest.importorskip("cryptography")
+    effective = load_runner_config(app_config(tmp_path, github))
+    tokens = AppInstallationToken(effective.github.auth, github.base_url, policy=FAST,
+                                  sign=rs256_signer())
+    assert tokens.token() == "ghs_installation1"  # the fake verified the RS256 signature
+    assert calls.exists() == (backend == "openssl")
 
 
 def test_a_jwt_signed_with_another_key_is_refused(tmp_path: Path, github: FakeGitHub) -> None:

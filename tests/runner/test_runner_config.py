@@ -74,6 +74,25 @@ def test_defaults_and_paths_relative_to_the_file(tmp_path: Path) -> None:
     assert effective.github.auth == TokenFileAuth(folder.resolve() / "token")
     assert effective.work_root == Path(runner_config.DEFAULT_WORK_ROOT)
     assert effective.slots.uuids == tuple(SLOT_UUIDS)
+    assert effective.runner.command == runner_config.DEFAULT_RUNNER_COMMAND
+    assert effective.runner.crash_loop_limit == runner_config.DEFAULT_CRASH_LOOP_LIMIT
+    assert effective.health.allow_no_gpu is False
+    assert effective.metrics_listen == runner_config.DEFAULT_METRICS_LISTEN
+    assert effective.docker_url == runner_config.DEFAULT_DOCKER_URL
+
+
+def test_runner_health_and_proxy_settings(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path, good_github(tmp_path),
+        runner={"image": "sha256:" + "a" * 64, "environment": {"HTTPS_PROXY": "http://p:3128",
+                                                               "RUNNER_DEBUG": 1}},
+        health={"allow_no_gpu": True, "leftover_process_wait_seconds": 5},
+        allowed_capabilities=["sys_ptrace"], metrics={"listen": None}, pool="h100")
+    effective = load_runner_config(path)
+    assert effective.runner.environment == (("HTTPS_PROXY", "http://p:3128"), ("RUNNER_DEBUG", "1"))
+    assert effective.health.leftover_process_wait == 5.0 and effective.health.allow_no_gpu
+    assert effective.allowed_capabilities == frozenset({"SYS_PTRACE"})
+    assert effective.metrics_listen is None and effective.pool == "h100"
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -91,6 +110,11 @@ def test_defaults_and_paths_relative_to_the_file(tmp_path: Path) -> None:
      "runner.yml: slots.uuids: is required when slots.source is 'uuids'"),
     (lambda d: d["slots"].update(uuids=["0"]),
      "runner.yml: slots.uuids[0]: must be a GPU-... or MIG-... UUID"),
+    (lambda d: d["runner"].update(image="ghcr.io/actions/actions-runner:2.330.0"),
+     "runner.yml: runner.image: must be an image pinned by digest, NAME@sha256:<64 hex>"),
+    (lambda d: d.pop("runner"), "runner.yml: runner: is required"),
+    (lambda d: d.update(metrics={"listen": "9466"}),
+     "runner.yml: metrics.listen: must be HOST:PORT"),
 ])
 def test_a_bad_runner_yml_is_one_line_and_exit_2(tmp_path: Path, change, message) -> None:
     path = write_config(tmp_path, good_github(tmp_path))

@@ -26,6 +26,10 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
                      help="extra environment variable for every run (repeatable)")
     run.add_argument("--data", action="append", metavar="PATH",
                      help="data path checksummed into the fingerprint (repeatable)")
+    run.add_argument("--allow-fork-pull-requests", action=argparse.BooleanOptionalAction,
+                     default=None,
+                     help="run a fork's pull request on a self-hosted runner of a public"
+                          " repository (refused by default; see docs/action.md)")
     compare = parser.add_argument_group("comparison")
     compare.add_argument("--tolerance", metavar="SPEC",
                          help="'bitwise' (default) or 'atol=X,rtol=Y'")

@@ -209,6 +209,9 @@ class Config:
     data: tuple[Path, ...] = ()
     baseline: Path | None = None
     config_file: Path | None = None
+    # Run a fork's pull request on a self-hosted runner of a public repository, or a fork's head
+    # checked out by pull_request_target (github/fork_safety.py): refused unless this is set.
+    allow_fork_pull_requests: bool = False
     tolerance: ToleranceConfig = ToleranceConfig()
     compare: CompareConfig = CompareConfig()
     cost: CostConfig = CostConfig()
@@ -236,7 +239,8 @@ class Config:
         optional_path = {key: Path(doc[key]) for key in ("baseline", "config_file") if doc.get(key)}
         return cls(
             **{key: doc[key] for key in ("name", "seed", "runs", "timeout", "determinism",
-                                         "fail_fast") if doc.get(key) is not None},
+                                         "fail_fast", "allow_fork_pull_requests")
+               if doc.get(key) is not None},
             workdir=Path(doc["workdir"]),
             output_dir=Path(doc["output_dir"]),
             command=_command(doc.get("command")),
@@ -273,6 +277,7 @@ class Config:
             "determinism": self.determinism,
             "cost": _present(self.cost),
             "fail_fast": self.fail_fast,
+            "allow_fork_pull_requests": self.allow_fork_pull_requests,
             "device": reference.pop("device"),
             "reference": reference,
             "output_dir": str(self.output_dir),

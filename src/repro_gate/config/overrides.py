@@ -16,7 +16,7 @@ from repro_gate.errors import ConfigError
 # Flags whose value goes to the top-level key of the same name.
 TOP_LEVEL_FLAGS = ("name", "workdir", "artifacts", "seed", "runs", "timeout", "data",
                    "determinism", "fail_fast", "baseline", "device", "image", "network",
-                   "output_dir")
+                   "output_dir", "allow_fork_pull_requests")
 # (section, key, flag attribute) for flags that set a key inside a section.
 SECTION_FLAGS = (
     ("cost", "enabled", "cost_enabled"), ("cost", "steps", "cost_steps"),
@@ -95,6 +95,8 @@ def from_action_inputs(environ: Mapping[str, str]) -> dict[str, Any]:
         values.setdefault("metrics", {})["pushgateway_url"] = url
     if slot := action_input(environ, "runner-slot"):
         values.setdefault("metrics", {})["runner_slot"] = slot
+    if allow := action_input(environ, "allow-fork-pull-requests"):
+        values["allow_fork_pull_requests"] = _boolean("allow-fork-pull-requests", allow)
     values.update(_cost_inputs(environ))
     values.update(_upgrade_inputs(environ))
     return values
@@ -133,6 +135,13 @@ def _upgrade_inputs(environ: Mapping[str, str]) -> dict[str, Any]:
     if runs := action_input(environ, "max-bisect-runs"):
         upgrade["max_bisect_runs"] = _number("input max-bisect-runs", runs, int)
     return {"upgrade": upgrade} if upgrade else {}
+
+
+def _boolean(name: str, text: str) -> bool:
+    """The text of a true/false input (any case); one-line ConfigError otherwise."""
+    if text.lower() not in ("true", "false"):
+        raise ConfigError(f"input {name}: must be true or false, got {text!r}")
+    return text.lower() == "true"
 
 
 def action_input(environ: Mapping[str, str], name: str) -> str:

@@ -7,6 +7,7 @@ raised). `parse_nvml()` and `join_gpus()` turn those raw values into the fingerp
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from repro_gate.errors import one_line
@@ -18,16 +19,40 @@ MIG_MODES = {0: "disabled", 1: "enabled"}
 ECC_MODES = {0: "disabled", 1: "enabled"}
 
 
-def read_nvml() -> dict[str, Any]:
-    """Raw NVML values of this machine, or {"error": reason} when NVML cannot be used."""
+class NvmlUnavailable(Exception):
+    """NVML cannot be used on this machine; the text says why, in one line."""
+
+
+@contextlib.contextmanager
+def nvml_session() -> Iterator[Any]:
+    """`pynvml`, initialised for the block and shut down after it; NvmlUnavailable when the
+    package or the driver is missing."""
     try:
         import pynvml
     except ImportError:
-        return {"error": "nvidia-ml-py is not installed (pip install nvidia-ml-py)"}
+        raise NvmlUnavailable("nvidia-ml-py is not installed (pip install nvidia-ml-py)"
+                              ) from None
     try:
         pynvml.nvmlInit()
     except Exception as error:  # NVMLError_LibraryNotFound, _DriverNotLoaded, ...
-        return {"error": f"NVML is not available: {one_line(error)}"}
+        raise NvmlUnavailable(f"NVML is not available: {one_line(error)}") from None
+    try:
+        yield pynvml
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+
+
+def read_nvml() -> dict[str, Any]:
+    """Raw NVML values of this machine, or {"error": reason} when NVML cannot be used."""
+    try:
+        with nvml_session() as pynvml:
+            return _read_devices(pynvml)
+    except NvmlUnavailable as error:
+        return {"error": str(error)}
+
+
+def _read_devices(pynvml: Any) -> dict[str, Any]:
     try:
         raw: dict[str, Any] = {
             "driver_version": nvml_call(pynvml.nvmlSystemGetDriverVersion),
@@ -57,9 +82,6 @@ def read_nvml() -> dict[str, Any]:
         return raw
     except Exception as error:
         return {"error": f"NVML query failed: {one_line(error)}"}
-    finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
 
 
 def parse_nvml(raw: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,11 @@ only (it never imports repro_gate: the runner image does not have it). It
    loaded, retired pages pending, a row remap pending or failed, a temperature at or over the
    GPU's own slowdown threshold (nvidia-smi cannot tell health: visibility only);
 3. appends `REPRO_GATE_GPUS=<uuid>` to $GITHUB_ENV, which the job's steps (and the repro-gate
-   action, as its default `gpus`) see.
+   action, as its default `gpus`) see;
+4. when REPRO_GATE_HOOK_STATUS names a file, writes its outcome there for the service (which
+   polls it to learn that a job started): `{"outcome": "accepted", "uuid": …}` or
+   `{"outcome": "refused", "reason": …}`, atomically. A status that cannot be written is said
+   on stderr and does not change the exit code: the job's fate is the check's, not the file's.
 
 With neither NVML nor nvidia-smi there is nothing to check with, and the job is refused with
 "no GPU visible", unless REPRO_GATE_HOOK_ALLOW_NO_GPU=1 is set in the runner container's
@@ -21,6 +25,7 @@ That flag never overrides a check that ran and failed.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -31,6 +36,7 @@ from typing import Any
 SLOT_VARIABLE = "REPRO_GATE_SLOT_UUID"
 ALLOW_NO_GPU_VARIABLE = "REPRO_GATE_HOOK_ALLOW_NO_GPU"
 GPUS_VARIABLE = "REPRO_GATE_GPUS"
+STATUS_VARIABLE = "REPRO_GATE_HOOK_STATUS"
 UUID_PATTERN = re.compile(r"^(GPU|MIG)-[0-9A-Fa-f-]+$")
 SMI_UUID = re.compile(r"UUID: ((?:GPU|MIG)-[0-9A-Fa-f-]+)")
 # NVML constants (nvml.h), so the module needs no pynvml to be imported for judging.
@@ -162,17 +168,36 @@ def main() -> int:
         github_env = environ.get("GITHUB_ENV")
         if not github_env:
             raise Refusal("GITHUB_ENV is not set: not running as a job-started hook")
-        with open(github_env, "a", encoding="utf-8") as handle:
-            handle.write(f"{GPUS_VARIABLE}={uuid}\n")
+        try:
+            with open(github_env, "a", encoding="utf-8") as handle:
+                handle.write(f"{GPUS_VARIABLE}={uuid}\n")
+        except OSError as error:
+            raise Refusal(f"cannot write GITHUB_ENV: {error}") from None
     except Refusal as refusal:
         print(f"repro-gate hook: refusing the job: {refusal}", file=sys.stderr)
-        return 1
-    except OSError as error:
-        print(f"repro-gate hook: refusing the job: cannot write GITHUB_ENV: {error}",
-              file=sys.stderr)
+        report_status(environ, {"outcome": "refused", "reason": str(refusal)})
         return 1
     print(f"repro-gate hook: {uuid} is visible and healthy; the job gets it as {GPUS_VARIABLE}")
+    report_status(environ, {"outcome": "accepted", "uuid": uuid})
     return 0
+
+
+def report_status(environ: dict[str, str], status: dict[str, str]) -> None:
+    """Write `status` where REPRO_GATE_HOOK_STATUS says (if set): a temporary file beside it,
+    then a rename, so the polling service never reads half a file."""
+    path = environ.get(STATUS_VARIABLE)
+    if not path:
+        return
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(status, handle)
+        os.chmod(temporary, 0o644)  # the runner's user writes it; the service must read it
+        os.replace(temporary, path)
+    except OSError as error:
+        print(f"repro-gate hook: cannot write the status file {path}: {error}", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
 
 
 def _call(function: Any, *args: Any) -> Any:

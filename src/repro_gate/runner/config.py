@@ -24,6 +24,15 @@ DEFAULT_WORK_ROOT = "/var/lib/repro-gate/runner"
 DEFAULT_GPU_MODEL = "unknown-gpu"  # label when neither NVML nor the file names the model
 # Fetch a new installation token when the current one has less than this left (they live 1 h).
 DEFAULT_TOKEN_REFRESH_MARGIN = 300.0
+DEFAULT_RUNNER_COMMAND = ("/home/runner/run.sh",)  # the actions/runner image's entry point
+DEFAULT_RUNNER_NETWORK = "bridge"
+DEFAULT_CRASH_LOOP_LIMIT = 3  # consecutive runner crashes before the slot is marked unhealthy
+DEFAULT_DOCKER_URL = "unix:///var/run/docker.sock"
+DEFAULT_LEFTOVER_PROCESS_WAIT = 30.0  # seconds a job's GPU processes get to exit after it ends
+DEFAULT_HEALTH_RECHECK = 60.0  # seconds between health checks of an unhealthy slot
+DEFAULT_DRAIN_TIMEOUT = 3600.0  # SIGTERM: seconds busy jobs get to finish
+DEFAULT_METRICS_LISTEN = "0.0.0.0:9466"
+DEFAULT_POOL = "default"  # the `pool` label of the service's metrics
 SCHEMA = "runner"
 # Keys that would put a secret in the file itself: refused with a pointer to token_file.
 SECRET_KEYS = ("token", "private_key", "jwt")
@@ -94,6 +103,26 @@ class SlotSettings:
 
 
 @dataclass(frozen=True)
+class RunnerSettings:
+    """The runner container each job cycle starts."""
+
+    image: str  # digest-pinned: NAME@sha256:… (or a local image ID sha256:…)
+    command: tuple[str, ...] = DEFAULT_RUNNER_COMMAND
+    environment: tuple[tuple[str, str], ...] = ()  # extra variables, in the file's order
+    network: str = DEFAULT_RUNNER_NETWORK
+    crash_loop_limit: int = DEFAULT_CRASH_LOOP_LIMIT
+
+
+@dataclass(frozen=True)
+class HealthSettings:
+    """The GPU health check before each registration."""
+
+    allow_no_gpu: bool = False  # NVML absent: slots pass unchecked (CPU-only trials, tests)
+    leftover_process_wait: float = DEFAULT_LEFTOVER_PROCESS_WAIT
+    recheck_interval: float = DEFAULT_HEALTH_RECHECK
+
+
+@dataclass(frozen=True)
 class RunnerConfig:
     """The effective runner service configuration."""
 
@@ -103,6 +132,13 @@ class RunnerConfig:
     host: str
     work_root: Path
     config_file: Path
+    runner: RunnerSettings
+    health: HealthSettings = HealthSettings()
+    docker_url: str = DEFAULT_DOCKER_URL
+    allowed_capabilities: frozenset[str] = frozenset()  # for the jobs' containers (the proxy)
+    drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
+    metrics_listen: str | None = DEFAULT_METRICS_LISTEN  # None: no /metrics endpoint
+    pool: str = DEFAULT_POOL
 
 
 def load_runner_config(path: Path) -> RunnerConfig:
@@ -120,6 +156,14 @@ def load_runner_config(path: Path) -> RunnerConfig:
         host=document.get("host") or default_host(),
         work_root=base / document.get("work_root", DEFAULT_WORK_ROOT),
         config_file=path.resolve(),
+        runner=_runner(document["runner"]),
+        health=_health(document.get("health") or {}),
+        docker_url=document.get("docker_url", DEFAULT_DOCKER_URL),
+        allowed_capabilities=frozenset(
+            name.upper() for name in document.get("allowed_capabilities") or ()),
+        drain_timeout=float(document.get("drain_timeout_seconds", DEFAULT_DRAIN_TIMEOUT)),
+        metrics_listen=_metrics_listen(document),
+        pool=document.get("pool", DEFAULT_POOL),
     )
 
 
@@ -161,6 +205,32 @@ def _slots(section: dict[str, Any], source: str) -> SlotSettings:
     if uuids and kind is not SlotSource.UUIDS:
         raise ConfigError(f"{source}: slots.uuids: only used with slots.source 'uuids'")
     return SlotSettings(kind, uuids, section.get("model"))
+
+
+def _runner(section: dict[str, Any]) -> RunnerSettings:
+    environment = section.get("environment") or {}
+    return RunnerSettings(
+        image=section["image"],
+        command=tuple(section.get("command") or DEFAULT_RUNNER_COMMAND),
+        environment=tuple((str(k), str(v)) for k, v in environment.items()),
+        network=section.get("network", DEFAULT_RUNNER_NETWORK),
+        crash_loop_limit=section.get("crash_loop_limit", DEFAULT_CRASH_LOOP_LIMIT),
+    )
+
+
+def _health(section: dict[str, Any]) -> HealthSettings:
+    return HealthSettings(
+        allow_no_gpu=section.get("allow_no_gpu", False),
+        leftover_process_wait=float(section.get("leftover_process_wait_seconds",
+                                                DEFAULT_LEFTOVER_PROCESS_WAIT)),
+        recheck_interval=float(section.get("recheck_seconds", DEFAULT_HEALTH_RECHECK)),
+    )
+
+
+def _metrics_listen(document: dict[str, Any]) -> str | None:
+    """`HOST:PORT` of the /metrics endpoint; `metrics: {listen: null}` turns it off."""
+    metrics = document.get("metrics") or {}
+    return metrics.get("listen", DEFAULT_METRICS_LISTEN)
 
 
 def _existing_file(path: Path, key: str, source: str) -> Path:

@@ -4,7 +4,8 @@ Every container created through a slot's proxy gets `org.repro-gate.slot=<the sl
 (the service gives its runner container the same label). A request that names a container,
 directly or inside a create body (`--volumes-from`, `--pid container:…`), is passed only for
 the slot's own: exec into another slot's runner would reach that slot's GPU. Listings and the
-event stream are narrowed to the slot's label.
+event stream are narrowed to the slot's label. A create body is rewritten here too: the slot's
+label, and the runner's own socket path pointed at the slot's proxy socket (`with_slot_socket`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from repro_gate.runner.docker_policy import Caseless, SlotPolicy
+from repro_gate.runner.docker_policy import (
+    Caseless,
+    SlotPolicy,
+    is_runner_socket,
+    is_runner_socket_bind,
+)
 
 SLOT_LABEL = "org.repro-gate.slot"
 SHARED_MODES = ("NetworkMode", "PidMode", "IpcMode")
@@ -30,6 +36,46 @@ def labelled(body: Mapping[str, Any], policy: SlotPolicy) -> dict[str, Any]:
         else:
             rest[key] = value
     return {**rest, "Labels": {**labels, SLOT_LABEL: policy.gpu_uuid}}
+
+
+def with_slot_socket(body: Mapping[str, Any], policy: SlotPolicy) -> dict[str, Any]:
+    """The create body with each bind of the runner's socket path (RUNNER_SOCKETS) pointed at
+    the slot's proxy socket: a container action gets the same confined socket, one level down.
+
+    Keys are matched ignoring case, in `HostConfig` and at the top level, exactly where
+    check_mounts let such a bind pass: a bind it passed is never forwarded unchanged.
+    """
+    rewritten = _socket_rewritten(body, policy)
+    for key, value in body.items():
+        if str(key).casefold() == "hostconfig" and isinstance(value, Mapping):
+            rewritten[key] = _socket_rewritten(value, policy)
+    return rewritten
+
+
+def _socket_rewritten(settings: Mapping[str, Any], policy: SlotPolicy) -> dict[str, Any]:
+    rewritten = dict(settings)
+    for key, value in settings.items():
+        if str(key).casefold() == "binds" and isinstance(value, list):
+            rewritten[key] = [
+                f"{policy.proxy_socket}:{entry.partition(':')[2]}"
+                if is_runner_socket_bind(entry, policy) else entry
+                for entry in value
+            ]
+        elif str(key).casefold() == "mounts" and isinstance(value, list):
+            rewritten[key] = [_mount_rewritten(mount, policy) for mount in value]
+    return rewritten
+
+
+def _mount_rewritten(mount: object, policy: SlotPolicy) -> object:
+    """A `Mounts` entry of type bind from the runner's socket path, sourced from the proxy's."""
+    if not isinstance(mount, Mapping):
+        return mount
+    keys = {str(key).casefold(): key for key in mount}
+    kind = mount.get(keys.get("type", "Type"))
+    source_key = keys.get("source", "Source")
+    if kind != "bind" or not is_runner_socket(mount.get(source_key), policy):
+        return mount
+    return {**mount, source_key: str(policy.proxy_socket)}
 
 
 def referenced_containers(body: Mapping[str, Any]) -> list[str]:

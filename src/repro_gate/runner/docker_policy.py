@@ -31,6 +31,10 @@ ALLOWED_RUNTIMES = ("", "runc")
 # NVIDIA_VISIBLE_DEVICES values that select no GPU.
 NO_GPU = ("void", "none", "")
 VOLUME_DRIVERS = ("", "local")
+# Where the runner container sees the slot's proxy socket. The runner binds this path into the
+# containers it starts (container actions, job containers); to the daemon it would name the
+# host's own socket, so a bind of exactly this string is rewritten to the slot's proxy socket.
+RUNNER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock")
 NETWORK_DRIVERS = ("", "bridge")
 
 
@@ -40,12 +44,15 @@ class SlotPolicy:
 
     `work_folder` is a path on the Docker host (the service sees host paths as they are);
     `protected` paths are never bound, even inside the work folder (the slot's own socket).
+    `proxy_socket` is the host path of the slot's proxy socket (serve() sets it): a bind of
+    RUNNER_SOCKETS is pointed there; without it such a bind is refused like any other.
     """
 
     gpu_uuid: str
     work_folder: Path
     allowed_capabilities: frozenset[str] = frozenset()
     protected: frozenset[Path] = field(default_factory=frozenset)
+    proxy_socket: Path | None = None
 
 
 class AmbiguousKeys(ValueError):
@@ -155,6 +162,18 @@ def check_host_path(source: str, policy: SlotPolicy, what: str) -> str | None:
     return None
 
 
+def is_runner_socket(source: object, policy: SlotPolicy) -> bool:
+    """Whether a bind source is the runner's own socket path, the literal string (see
+    RUNNER_SOCKETS): any other spelling (`/var/run/../run/docker.sock`) is judged as a path."""
+    return policy.proxy_socket is not None and isinstance(source, str) and source in RUNNER_SOCKETS
+
+
+def is_runner_socket_bind(entry: object, policy: SlotPolicy) -> bool:
+    """Whether a `Binds` entry (`src:dst[:opts]`) binds the runner's own socket path."""
+    source, colon, _ = entry.partition(":") if isinstance(entry, str) else ("", "", "")
+    return bool(colon) and is_runner_socket(source, policy)
+
+
 def _bind_source(entry: str) -> str | None:
     """The host path of a `Binds` entry (`src:dst[:opts]`), None for a named volume."""
     source = entry.split(":", 1)[0]
@@ -183,6 +202,10 @@ def check_mounts(body: Body, policy: SlotPolicy) -> str | None:
     if driver not in VOLUME_DRIVERS:
         return f"HostConfig.VolumeDriver {driver!r} is refused (only the local driver)"
     for entry in _items(host.get("Binds")):
+        if is_runner_socket_bind(entry, policy):
+            if ":" in str(policy.proxy_socket):  # the rewritten entry would split elsewhere
+                return f"bind {entry!r} is refused: the slot's socket path holds a ':'"
+            continue  # rewritten to the slot's proxy socket (docker_ownership.rewritten)
         source = _bind_source(str(entry))
         if source is not None and (reason := check_host_path(source, policy, "bind")):
             return reason
@@ -196,6 +219,8 @@ def check_mounts(body: Body, policy: SlotPolicy) -> str | None:
 
 def _check_mount(mount: Body, policy: SlotPolicy) -> str | None:
     kind = mount.get("Type") or "volume"
+    if kind == "bind" and is_runner_socket(mount.get("Source"), policy):
+        return None  # rewritten to the slot's proxy socket (docker_ownership.rewritten)
     if kind == "bind":
         return check_host_path(str(mount.get("Source") or ""), policy, "bind mount")
     if kind == "volume":

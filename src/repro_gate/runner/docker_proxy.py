@@ -34,6 +34,7 @@ from repro_gate.runner.docker_ownership import (
     labelled,
     referenced_containers,
     scoped,
+    with_slot_socket,
 )
 from repro_gate.runner.docker_policy import SlotPolicy
 from repro_gate.runner.docker_routes import Decision, Handling, Routed, route
@@ -96,7 +97,8 @@ class Connection:
             unread = body is None and (head.chunked or bool(head.length))
             raise Refused(refused.status, refused.message, close=unread) from None
         if routed.decision.labels and document is not None:
-            body = json.dumps(labelled(document, self.policy)).encode()
+            create = with_slot_socket(labelled(document, self.policy), self.policy)
+            body = json.dumps(create).encode()
         if routed.decision.scoped:
             try:
                 head = replace(head, start=f"{method} {scoped(target, self.policy)} HTTP/1.1")
@@ -264,8 +266,10 @@ async def _close(writer: asyncio.StreamWriter) -> None:
 
 async def serve(policy: SlotPolicy, listen_path: Path, upstream_path: Path) -> None:
     """Listen on `listen_path` for one slot until cancelled; then close every connection."""
-    # The proxy's own socket and the daemon's are never bound into a container.
-    policy = replace(policy, protected=policy.protected | {listen_path, upstream_path})
+    # The proxy's own socket and the daemon's are never bound into a container by their paths;
+    # the runner's socket path (RUNNER_SOCKETS) is rewritten to this proxy's.
+    policy = replace(policy, protected=policy.protected | {listen_path, upstream_path},
+                     proxy_socket=Path(os.path.abspath(listen_path)))  # the daemon's view
     listen_path.unlink(missing_ok=True)
     connections: set[asyncio.Task[None]] = set()
 

@@ -5,8 +5,8 @@ An installation token lives one hour; it is fetched with a JWT signed by the App
 when less than `refresh_margin` is left. A JWT is three base64url parts, so it is put together
 here; the RS256 signature comes from `cryptography` (what PyJWT signs RS256 with) when installed,
 else from the `openssl` command line, present on every distribution the NVIDIA Container Toolkit
-supports. With neither, App authentication is a one-line MissingDependencyError. (This venv has
-neither PyJWT nor cryptography: the tests sign and verify with openssl.)
+supports (`repro-gate[runner]` installs cryptography). With neither, App authentication is a
+one-line MissingDependencyError. The tests sign with both and verify with openssl.
 """
 
 from __future__ import annotations
@@ -124,8 +124,8 @@ def rs256_signer() -> Callable[[bytes, Path], bytes]:
         openssl = shutil.which("openssl")
         if openssl is None:
             raise MissingDependencyError(
-                "GitHub App authentication", "PyJWT with cryptography"
-                " (pip install 'PyJWT[crypto]') or the openssl command") from None
+                "GitHub App authentication", "cryptography"
+                " (pip install 'repro-gate[runner]') or the openssl command") from None
         return lambda data, key: _openssl_sign(openssl, data, key)
 
     def sign(data: bytes, key: Path) -> bytes:

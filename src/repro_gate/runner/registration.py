@@ -74,12 +74,18 @@ class Registrar:
         self.policy = policy
         self.tokens = tokens or token_source(config.github.auth, config.github.api_url, policy)
 
-    def register(self, slot: Slot) -> JitRunner:
-        """One JIT registration for `slot`; GitHubError (one line) when GitHub refuses."""
+    def register(self, slot: Slot, work_folder: str | None = None) -> JitRunner:
+        """One JIT registration for `slot`; GitHubError (one line) when GitHub refuses.
+
+        `work_folder`: the runner's work folder (the service gives the slot's host path, which
+        the runner container sees at the same path); GitHub's default `_work` when None.
+        """
         name = runner_name(self.config.name_prefix, self.config.host, slot)
         labels = runner_labels(self.github.labels, slot)
-        body = {"name": name, "runner_group_id": self.github.runner_group_id,
-                "labels": list(labels)}
+        body: dict[str, Any] = {"name": name, "runner_group_id": self.github.runner_group_id,
+                                "labels": list(labels)}
+        if work_folder is not None:
+            body["work_folder"] = work_folder
         path = self.github.target.api_path("/generate-jitconfig")
         answer = self._client().request("POST", path, json=body).json()
         runner = answer.get("runner") if isinstance(answer, dict) else None

@@ -7,12 +7,17 @@ the tests run it on values recorded from real machines.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Any
 
 from repro_gate.errors import ConfigError, one_line
-from repro_gate.fingerprint.nvml import MIG_MODES, normalize_uuid, nvml_call
+from repro_gate.fingerprint.nvml import (
+    MIG_MODES,
+    NvmlUnavailable,
+    normalize_uuid,
+    nvml_call,
+    nvml_session,
+)
 from repro_gate.runner.config import DEFAULT_GPU_MODEL, SlotSettings, SlotSource
 
 Raw = dict[str, Any]
@@ -31,13 +36,13 @@ class Slot:
 def read_devices() -> Raw:
     """Raw NVML values for slot discovery, or {"error": reason} when NVML cannot be used."""
     try:
-        import pynvml
-    except ImportError:
-        return {"error": "nvidia-ml-py is not installed (pip install nvidia-ml-py)"}
-    try:
-        pynvml.nvmlInit()
-    except Exception as error:  # NVMLError_LibraryNotFound, _DriverNotLoaded, ...
-        return {"error": f"NVML is not available: {one_line(error)}"}
+        with nvml_session() as pynvml:
+            return _devices(pynvml)
+    except NvmlUnavailable as error:
+        return {"error": str(error)}
+
+
+def _devices(pynvml: Any) -> Raw:
     try:
         devices = []
         for index in range(pynvml.nvmlDeviceGetCount()):
@@ -52,9 +57,6 @@ def read_devices() -> Raw:
         return {"devices": devices}
     except Exception as error:
         return {"error": f"NVML query failed: {one_line(error)}"}
-    finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
 
 
 def _mig_devices(pynvml: Any, handle: Any) -> list[Raw] | Raw:

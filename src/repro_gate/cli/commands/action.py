@@ -27,6 +27,7 @@ from repro_gate.gate.pipeline import configuration_error, run_gate
 from repro_gate.launch import cancel, launcher_for
 from repro_gate.publish import actions
 from repro_gate.publish.github.event import PULL_REQUEST_EVENTS, read_event_payload
+from repro_gate.publish.github.fork_safety import check_fork_safety
 from repro_gate.render import console
 from repro_gate.upgrade import UpgradeRequest, find_lock
 from repro_gate.upgrade.base_lock import base_lock
@@ -59,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"input mode: must be check or upgrade, got {mode!r}")
         config_path = Path(value) if (value := overrides.action_input(environ, "config")) else None
         effective = config.load(config_path, overrides.from_action_inputs(environ), Path.cwd())
+        if warning := check_fork_safety(environ, effective.workdir,
+                                        effective.allow_fork_pull_requests):
+            actions.emit(actions.command("warning", warning, title="repro-gate"))
     except GateError as error:
         _record_configuration_error(error, environ)
         raise

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +18,13 @@ from repro_gate.gate import lock
 from repro_gate.gate.pipeline import configuration_error, run_gate
 from repro_gate.launch import cancel, launcher_for
 from repro_gate.publish import actions
+from repro_gate.publish.github.fork_safety import check_fork_safety
 from repro_gate.render import console
 
 EPILOG = """\
 exit codes: 0 pass (reproducible), 1 fail (not reproducible, or over the cost budget
-cost.max_pct), 2 error (bad input, a run crashed or timed out, nothing to compare). Without a
+cost.max_pct), 2 error (bad input, a run crashed or timed out, nothing to compare), 3 refused (a
+fork's pull request on a self-hosted runner: docs/action.md#pull-requests-from-forks). Without a
 config file or command, the embedded reference training runs.
 examples:
   repro-gate check
@@ -52,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         config_path = Path(args.config) if args.config else None
         effective = config.load(config_path, overrides.from_flags(args), Path.cwd())
+        if warning := check_fork_safety(os.environ, effective.workdir,
+                                        effective.allow_fork_pull_requests):
+            print(f"repro-gate: warning: {warning}", file=sys.stderr)
     except GateError as error:
         output_dir = Path(args.output_dir or DEFAULT_OUTPUT_DIR).absolute()
         _record_configuration_error(error, output_dir, args.json)

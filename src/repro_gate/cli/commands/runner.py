@@ -1,8 +1,10 @@
-"""`repro-gate runner`: the self-hosted GPU runner service (issue 16), one step at a time.
+"""`repro-gate runner`: the self-hosted GPU runner service (issue 16).
 
+`serve` is the long-running service: one ephemeral just-in-time runner per GPU slot, kept
+registered, health-checked and cleaned between jobs, drained on SIGTERM (runner/service.py).
 `check-config` validates runner.yml and prints the slots and the registration target;
-`register-once` does one just-in-time registration for one slot. The long-running `serve`
-(one ephemeral runner per slot, kept registered) comes in a later change.
+`register-once` does one just-in-time registration for one slot (a manual check of the
+credentials).
 """
 
 from __future__ import annotations
@@ -27,12 +29,20 @@ def add_parser(subparsers: Any, name: str) -> None:
     """Register `runner` and its subcommands."""
     parser = subparsers.add_parser(
         name,
-        help="the self-hosted GPU runner service (check-config, register-once)",
+        help="the self-hosted GPU runner service (serve, check-config, register-once)",
         description="One ephemeral just-in-time GitHub Actions runner per GPU slot."
-        " check-config validates runner.yml; register-once registers one slot's runner."
-        " The long-running `serve` is not part of this version yet.",
+        " serve runs the service until SIGTERM/SIGINT drains it; check-config validates"
+        " runner.yml; register-once registers one slot's runner.",
     )
     actions = parser.add_subparsers(dest="runner_action", metavar="ACTION", required=True)
+    serve = actions.add_parser(
+        "serve", help="keep one ephemeral runner per GPU slot registered (until SIGTERM)",
+        description="Start-up checks (config, Docker daemon, runner image), orphan clean-up,"
+        " then per slot: health check, JIT registration, runner container, cleanup, again."
+        " SIGTERM/SIGINT drain: idle runners are deregistered, busy jobs get"
+        " drain_timeout_seconds; exit 0.")
+    _common(serve)
+    serve.set_defaults(handler=run_serve)
     check = actions.add_parser("check-config", help="validate runner.yml, print slots and target")
     _common(check)
     check.set_defaults(handler=run_check_config)
@@ -57,6 +67,14 @@ def load(args: argparse.Namespace) -> tuple[RunnerConfig, list[Slot]]:
         raise ConfigError(TOKEN_ON_COMMAND_LINE)
     effective = load_runner_config(args.config)
     return effective, discover(effective.slots)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """The service; 0 after a drain, 2 (one line) when it cannot start."""
+    from repro_gate.runner.service import serve  # docker and prometheus only for `serve`
+
+    effective, slots = load(args)
+    return serve(effective, slots)
 
 
 def run_check_config(args: argparse.Namespace) -> int:

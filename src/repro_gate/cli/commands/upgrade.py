@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +32,15 @@ from repro_gate.gate.upgrade_check import (
 )
 from repro_gate.launch import cancel, launcher_for
 from repro_gate.publish import actions
+from repro_gate.publish.github.fork_safety import check_fork_safety
 from repro_gate.render import upgrade_console
 from repro_gate.upgrade import UpgradeRequest
 
 EPILOG = f"""\
 exit codes: 0 same (numerics equal or within tolerance, and reproducible), 1 changed or not
 reproducible, 2 error (bad input, a lock that does not resolve, an environment that cannot be
-built, a run that fails; what was written before stays).
+built, a run that fails; what was written before stays), 3 refused (a fork's pull request on a
+self-hosted runner: docs/action.md#pull-requests-from-forks).
 examples:
   repro-gate upgrade --upgrade -- python train.py
   repro-gate upgrade --upgrade-package torch --upgrade-package numpy -- python train.py
@@ -92,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
         options = upgrade_options(args)
         config_path = Path(args.config) if args.config else None
         effective = config.load(config_path, overrides.from_flags(args), Path.cwd())
+        if warning := check_fork_safety(os.environ, effective.workdir,
+                                        effective.allow_fork_pull_requests):
+            print(f"repro-gate: warning: {warning}", file=sys.stderr)
     except GateError as error:
         output_dir = Path(args.output_dir or DEFAULT_OUTPUT_DIR).absolute()
         configuration_error(error, Path.cwd(), output_dir, SilentPublisher())

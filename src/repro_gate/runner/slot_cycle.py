@@ -1,0 +1,260 @@
+"""One slot's job cycle, in a thread of its own, until the service drains.
+
+    health check -> leftover registration deleted -> JIT registration -> runner container
+    -> wait (IDLE until the hook's status appears, then BUSY) -> cleanup (containers of the
+    slot removed, work and status folders wiped, registration deleted) -> health check …
+
+Faults stay inside the cycle: a registration GitHub still refuses after the client's own
+retries is tried again with capped backoff; a runner that exits non-zero without taking a job
+`crash_loop_limit` times in a row marks the slot UNHEALTHY until the service restarts; a Docker
+daemon that stops answering is waited for, and the runner looked up again by name.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from repro_gate.errors import ReproGateError
+from repro_gate.runner import hook
+from repro_gate.runner.config import RunnerConfig
+from repro_gate.runner.containers import (
+    Bind,
+    Daemon,
+    DaemonGone,
+    DockerFailure,
+    RunnerSpec,
+    runner_labels,
+    service_label,
+)
+from repro_gate.runner.docker_ownership import SLOT_LABEL
+from repro_gate.runner.health import check_slot
+from repro_gate.runner.metrics import JobOutcome, ServiceMetrics, SlotState
+from repro_gate.runner.registration import JitRunner, Registrar, runner_name
+from repro_gate.runner.runner_watch import Ending, RunnerRun, RunnerWatch
+from repro_gate.runner.slots import Slot
+
+JIT_VARIABLE = "ACTIONS_RUNNER_INPUT_JITCONFIG"  # read by the actions/runner image's run.sh
+CONTAINER_SOCKET = "/var/run/docker.sock"
+REGISTER_FIRST_DELAY = 2.0  # backoff after a registration GitHub still refused
+REGISTER_MAX_DELAY = 120.0
+
+
+@dataclass(frozen=True)
+class SlotFolders:
+    """A slot's folders on the host (see docs/runner.md: host layout)."""
+
+    work: Path  # mounted at the same path; the JIT config's work_folder
+    status: Path  # mounted at hook.CONTAINER_STATUS_DIR
+    proxy_socket: Path  # mounted at /var/run/docker.sock
+
+    @classmethod
+    def under(cls, work_root: Path, slot: Slot) -> SlotFolders:
+        base = work_root / f"slot{slot.index}"
+        return cls(base / "work", base / "status", base / "proxy" / "docker.sock")
+
+    def create(self) -> None:
+        """The folders, for the runner's own user (any uid) inside a root-only slot folder."""
+        base = self.work.parent
+        base.mkdir(parents=True, exist_ok=True)
+        base.chmod(0o700)  # no other user of the host reaches the work, status or socket
+        for folder in (self.work, self.status):
+            folder.mkdir(exist_ok=True)
+            folder.chmod(0o777)  # the runner image's user is not root (uid 1001 in actions/runner)
+        self.proxy_socket.parent.mkdir(exist_ok=True)
+        self.proxy_socket.parent.chmod(0o700)
+
+
+def wipe(folder: Path) -> None:
+    """Everything inside `folder`, whoever owns it (the service runs as root); links unfollowed."""
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+class SlotCycle:
+    """The job cycle of one slot; `run()` returns when the service drains."""
+
+    def __init__(self, slot: Slot, config: RunnerConfig, folders: SlotFolders,
+                 registrar: Registrar, metrics: ServiceMetrics, drain: threading.Event,
+                 emit: Callable[[str], None]) -> None:
+        self.slot = slot
+        self.config = config
+        self.folders = folders
+        self.registrar = registrar
+        self.metrics = metrics
+        self.drain = drain
+        self.emit = emit  # writes one log line
+        self.name = runner_name(config.name_prefix, config.host, slot)
+        self.crashes = 0
+
+    def run(self) -> None:
+        daemon = Daemon(self.config.docker_url)
+        try:
+            while not self.drain.is_set() and self._healthy():
+                runner = self._register()
+                if runner is None:
+                    break
+                run = self._run_runner(daemon, runner)
+                self._cleanup(daemon, runner)
+                if self._crash_loop(run):
+                    self._unhealthy_until_drain()
+                    break
+        finally:
+            self.metrics.set_state(self.slot, SlotState.STOPPED)
+            self.say("stopped")
+            daemon.close()
+
+    def say(self, text: str) -> None:
+        self.emit(f"slot {self.slot.index}: {text}")
+
+    def set_state(self, state: SlotState) -> None:
+        self.metrics.set_state(self.slot, state)
+
+    def _healthy(self) -> bool:
+        """Wait until the slot's GPU is healthy (True) or the service drains (False)."""
+        while True:
+            report = check_slot(self.slot, self.config.health, wait_for_processes=True)
+            if report.healthy:
+                return True
+            self.set_state(SlotState.UNHEALTHY)
+            self.say(f"unhealthy: {report.reason}; checked again in"
+                     f" {self.config.health.recheck_interval:g} s")
+            if self.drain.wait(self.config.health.recheck_interval):
+                return False
+
+    def _register(self) -> JitRunner | None:
+        """A JIT registration, retried with capped backoff; None when the service drains."""
+        delay = REGISTER_FIRST_DELAY
+        while not self.drain.is_set():
+            self.set_state(SlotState.REGISTERING)
+            try:
+                self._delete_registrations()
+                runner = self.registrar.register(self.slot, work_folder=str(self.folders.work))
+            except ReproGateError as error:  # what GitHub still refuses after the retries
+                self.metrics.registration_failed(self.slot)
+                self.say(f"registration failed: {error}; next try in {delay:g} s")
+                self.drain.wait(delay)
+                delay = min(delay * 2, REGISTER_MAX_DELAY)
+                continue
+            self.say(f"registered {runner.name} (id {runner.id})")
+            return runner
+        return None
+
+    def _delete_registrations(self) -> None:
+        """A registration left with this slot's name (a crash, a runner that never ran) would
+        make GitHub refuse the new one as a duplicate."""
+        for old in self.registrar.list_runners():
+            if old.name == self.name:
+                self.registrar.delete(old.id)
+                self.say(f"deleted the leftover registration {old.name} (id {old.id})")
+
+    def _spec(self, runner: JitRunner) -> RunnerSpec:
+        environment = {JIT_VARIABLE: runner.encoded_jit_config,
+                       **hook.runner_environment(self.slot,
+                                                 allow_no_gpu=self.config.health.allow_no_gpu),
+                       **dict(self.config.runner.environment)}
+        hooks = self.config.work_root / "hooks"
+        binds = (Bind(hooks, hook.CONTAINER_HOOK_DIR, read_only=True),
+                 Bind(self.folders.work, str(self.folders.work)),
+                 Bind(self.folders.status, hook.CONTAINER_STATUS_DIR),
+                 Bind(self.folders.proxy_socket, CONTAINER_SOCKET))
+        service = service_label(self.config.name_prefix, self.config.host)
+        return RunnerSpec(self.name, self.config.runner.image, self.config.runner.command,
+                          tuple(environment.items()), self.config.runner.network,
+                          runner_labels(service, self.slot.uuid, self.slot.index),
+                          self.slot.uuid, binds)
+
+    def _run_runner(self, daemon: Daemon, runner: JitRunner) -> RunnerRun:
+        """Start the runner and watch it until it ends."""
+        wipe(self.folders.status)
+        began = time.monotonic()
+        try:
+            container = daemon.create_runner(self._spec(runner))
+            daemon.start(container)
+            # The log holds the output from the start: nothing is missed by following it now.
+            output = daemon.copy_output(container, self.runner_line)
+        except DockerFailure as error:
+            self.say(f"runner container not started: {error}")
+            if isinstance(error, DaemonGone):
+                daemon.wait_until_back(self.drain, self.say)
+                return RunnerRun(Ending.LOST, None, None, 0.0)
+            return RunnerRun(Ending.EXITED, None, None, 0.0)  # counts as a crash
+        self.set_state(SlotState.IDLE)
+        run = RunnerWatch(self, daemon, container, runner).until_end(began)
+        output.finish()
+        self._finished(run)
+        return run
+
+    def runner_line(self, line: str) -> None:
+        self.emit(f"slot {self.slot.index} runner: {line}")
+
+    def _finished(self, run: RunnerRun) -> None:
+        """Metrics and a log line for a run that ended."""
+        code = "?" if run.exit_code is None else str(run.exit_code)
+        if run.status is None:
+            self.say(f"runner ended without a job ({run.ending.value}, exit code {code})")
+            return
+        if run.status.outcome is hook.HookOutcome.REFUSED:
+            outcome = JobOutcome.REFUSED
+        elif run.ending is Ending.DRAINED:
+            outcome = JobOutcome.CANCELLED
+        elif run.ending is Ending.LOST or run.exit_code not in (0, None):
+            outcome = JobOutcome.CRASHED
+        else:
+            outcome = JobOutcome.COMPLETED
+        self.metrics.job_finished(self.slot, outcome, run.seconds)
+        self.say(f"job {outcome.value} after {run.seconds:.1f} s (runner exit code {code})")
+
+    def _crash_loop(self, run: RunnerRun) -> bool:
+        """Count a runner that exited non-zero without a job; True at `crash_loop_limit`."""
+        if run.status is not None:
+            self.crashes = 0
+            return False
+        if run.ending is not Ending.EXITED or run.exit_code == 0:
+            return False  # a daemon restart or a drain is not the runner's fault
+        self.crashes += 1
+        self.metrics.runner_crashed(self.slot)
+        return self.crashes >= self.config.runner.crash_loop_limit
+
+    def _unhealthy_until_drain(self) -> None:
+        """A crash loop is the image's or the configuration's fault, not the GPU's: no
+        recheck would clear it."""
+        self.set_state(SlotState.UNHEALTHY)
+        self.say(f"unhealthy: the runner container crashed {self.crashes} times in a row"
+                 " without taking a job; the slot stays unhealthy until the service restarts"
+                 " (crash loops are not rechecked)")
+        self.drain.wait()
+
+    def _cleanup(self, daemon: Daemon, runner: JitRunner) -> None:
+        """Nothing of the job survives: containers, files, registration."""
+        self.set_state(SlotState.CLEANING)
+        while True:
+            try:
+                removed = daemon.remove_labelled(f"{SLOT_LABEL}={self.slot.uuid}")
+                break
+            except DaemonGone:
+                if not daemon.wait_until_back(self.drain, self.say):
+                    self.say("cleanup skipped: the Docker daemon did not come back before"
+                             " the drain; a restart of the service cleans the slot")
+                    removed = []
+                    break
+            except DockerFailure as error:
+                self.say(f"cleanup: {error}")
+                removed = []
+                break
+        if left := [name for name in removed if name != self.name]:
+            self.say(f"removed the job's containers: {', '.join(left)}")
+        wipe(self.folders.work)
+        wipe(self.folders.status)
+        try:
+            if self.registrar.delete(runner.id):
+                self.say(f"deleted the registration {runner.name} (id {runner.id})")
+        except ReproGateError as error:  # the next registration deletes it by name
+            self.say(f"the registration {runner.name} was not deleted: {error}")

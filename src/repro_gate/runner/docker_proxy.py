@@ -284,8 +284,14 @@ async def serve(policy: SlotPolicy, listen_path: Path, upstream_path: Path) -> N
         finally:
             connections.discard(task)
 
-    server = await asyncio.start_unix_server(accept, path=str(listen_path), limit=MAX_HEAD_BYTES)
-    os.chmod(listen_path, SOCKET_MODE)
+    # The socket file appears when it is bound, before it listens: a client that connects in
+    # between is refused. So it listens under a temporary name first and is then renamed:
+    # whoever sees `listen_path` can connect.
+    binding = listen_path.with_name(listen_path.name + ".binding")
+    binding.unlink(missing_ok=True)
+    server = await asyncio.start_unix_server(accept, path=str(binding), limit=MAX_HEAD_BYTES)
+    os.chmod(binding, SOCKET_MODE)
+    os.replace(binding, listen_path)
     LOG.info("docker proxy for GPU %s on %s", policy.gpu_uuid, listen_path)
     try:
         await server.serve_forever()

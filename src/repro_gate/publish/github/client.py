@@ -106,7 +106,10 @@ class GitHubClient:
             except DeadlineExceeded as error:
                 # The abandoned exchange still holds its connection: start a clean session.
                 self._session = self._new_session()
-                if last or self.remaining() <= 0:
+                if self.remaining() <= 0:  # the budget, not the server's own slowness
+                    raise GitHubError(method, path, None, f"{error}: time budget for GitHub"
+                                      " requests used up") from None
+                if last:
                     raise GitHubError(method, path, None, str(error)) from None
                 self._wait(method, path, _jitter(backoff), str(error))
                 backoff = min(backoff * 2, self.policy.max_delay)

@@ -13,7 +13,8 @@ for step in range(1, 7):
     optimizer.zero_grad()
     loss = ((model(x) - x.sum(dim=1, keepdim=True)) ** 2).mean()
     if step >= 3:
-        loss = loss + int.from_bytes(os.urandom(4), "little") / 2**32 * 1e-3
+        # In [0, 1): two draws round to the same loss only for about one gate in a million.
+        loss = loss + int.from_bytes(os.urandom(4), "little") / 2**32
     loss.backward()
     optimizer.step()
 torch.save(model.state_dict(), os.path.join(os.environ.get("REPRO_GATE_RUN_DIR", "."), "model.pt"))

@@ -8,19 +8,20 @@ answering is waited for, and the runner looked up again by name.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from repro_gate.errors import GitHubError, ReproGateError
 from repro_gate.runner import hook
+from repro_gate.runner.config import RunnerConfig
 from repro_gate.runner.containers import ContainerState, Daemon, DaemonGone, DockerFailure
-from repro_gate.runner.metrics import SlotState
-from repro_gate.runner.registration import JitRunner
-
-if TYPE_CHECKING:
-    from repro_gate.runner.slot_cycle import SlotCycle
+from repro_gate.runner.metrics import ServiceMetrics, SlotState
+from repro_gate.runner.registration import JitRunner, Registrar
+from repro_gate.runner.slots import Slot
 
 POLL_SECONDS = 0.5  # how often a running runner, its hook status and a drain are looked at
 STOP_GRACE = 10  # seconds a runner gets between SIGTERM and SIGKILL
@@ -44,10 +45,28 @@ class RunnerRun:
     seconds: float  # from the job's start (or the container's) to the end
 
 
+class WatchedSlot(Protocol):
+    """What a watch needs of the slot whose runner it watches (a `SlotCycle` has it)."""
+
+    slot: Slot
+    config: RunnerConfig
+    registrar: Registrar
+    metrics: ServiceMetrics
+    drain: threading.Event
+    name: str  # the runner container's name
+
+    @property
+    def status_folder(self) -> Path: ...
+
+    def say(self, text: str) -> None: ...
+
+    def set_state(self, state: SlotState) -> None: ...
+
+
 class RunnerWatch:
     """Polls one runner container, the slot's hook status and the drain, until the run ends."""
 
-    def __init__(self, cycle: SlotCycle, daemon: Daemon, container: str,
+    def __init__(self, cycle: WatchedSlot, daemon: Daemon, container: str,
                  runner: JitRunner) -> None:
         self.cycle = cycle
         self.daemon = daemon
@@ -77,7 +96,7 @@ class RunnerWatch:
     def _look_at_status(self) -> None:
         if self.status is not None:
             return
-        self.status = hook.read_status(self.cycle.folders.status)
+        self.status = hook.read_status(self.cycle.status_folder)
         if self.status is None:
             return
         self.job_began = time.monotonic()

@@ -117,6 +117,10 @@ class SlotCycle:
     def set_state(self, state: SlotState) -> None:
         self.metrics.set_state(self.slot, state)
 
+    @property
+    def status_folder(self) -> Path:
+        return self.folders.status
+
     def _healthy(self) -> bool:
         """Wait until the slot's GPU is healthy (True) or the service drains (False)."""
         while True:

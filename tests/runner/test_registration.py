@@ -29,7 +29,7 @@ from repro_gate.errors import GitHubError
 from repro_gate.publish.github.client import RetryPolicy
 from repro_gate.runner.config import load_runner_config
 from repro_gate.runner.github_auth import AppInstallationToken, rs256_signer
-from repro_gate.runner.registration import Registrar
+from repro_gate.runner.registration import MAX_NAME, Registrar, runner_name_stem
 from repro_gate.runner.slots import Slot
 
 __all__ = ["github"]  # the fixture, used by name
@@ -81,6 +81,22 @@ def test_a_refused_registration_is_one_line(tmp_path: Path, github: FakeGitHub) 
     assert result.stderr == ("repro-gate: error: registration failed: POST /repos/octo-org/"
                              "trainer/actions/runners/generate-jitconfig: HTTP 401: Bad"
                              " credentials\n")
+
+
+def test_the_longest_prefix_and_host_keep_each_slot_its_own_name(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    path = write_config(tmp_path, {"repository": "octo-org/trainer", "api_url": github.base_url,
+                                   "auth": {"token_file": token_file(tmp_path).name}},
+                        name_prefix="p" * 30, host="h" * 30)
+    config = load_runner_config(path)
+    registrar = Registrar(config, policy=FAST)
+    names = [registrar.register(Slot(index, uuid, "NVIDIA H100 80GB HBM3")).name
+             for index, uuid in enumerate(SLOT_UUIDS)]
+    stem = runner_name_stem(config.name_prefix, config.host)
+    assert names == [stem + "0", stem + "1"]
+    assert all(len(name) <= MAX_NAME for name in names)
+    assert [r.name for r in registrar.list_runners()] == names
 
 
 def test_list_by_prefix_across_pages_and_delete(tmp_path: Path, github: FakeGitHub) -> None:

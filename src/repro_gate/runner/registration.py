@@ -24,6 +24,8 @@ from repro_gate.runner.slots import Slot
 FIXED_LABELS = ("self-hosted", "gpu")
 SERVICE_LABEL = "repro-gate"
 MAX_NAME = 64  # runner names longer than this are refused by the runner's configuration
+SLOT_MARK = "-slot"
+INDEX_ROOM = 3  # characters kept for the slot index at the end of a runner name
 MAX_LABEL = 100
 
 
@@ -53,9 +55,15 @@ def slug(text: str) -> str:
     return lowered[:MAX_LABEL] or "gpu"
 
 
+def runner_name_stem(prefix: str, host: str) -> str:
+    """PREFIX-HOST-slot, how every runner name of the service on this host begins; PREFIX-HOST
+    is cut, never the slot index, when the name would pass MAX_NAME."""
+    return f"{prefix}-{host}"[:MAX_NAME - len(SLOT_MARK) - INDEX_ROOM] + SLOT_MARK
+
+
 def runner_name(prefix: str, host: str, slot: Slot) -> str:
     """PREFIX-HOST-slotN: unique per host and slot, so a re-registration replaces the old one."""
-    return f"{prefix}-{host}-slot{slot.index}"[:MAX_NAME]
+    return f"{runner_name_stem(prefix, host)}{slot.index}"
 
 
 def runner_labels(extra: tuple[str, ...], slot: Slot) -> tuple[str, ...]:

@@ -38,7 +38,7 @@ from repro_gate.runner.docker_ownership import SLOT_LABEL
 from repro_gate.runner.docker_policy import SlotPolicy
 from repro_gate.runner.docker_proxy import serve as serve_proxy
 from repro_gate.runner.metrics import MetricsServer, ServiceMetrics, SlotState, serve_metrics
-from repro_gate.runner.registration import Registrar
+from repro_gate.runner.registration import Registrar, runner_name_stem
 from repro_gate.runner.slot_cycle import JIT_VARIABLE, SlotCycle, SlotFolders, wipe
 from repro_gate.runner.slots import Slot
 
@@ -121,7 +121,7 @@ def clean_orphans(config: RunnerConfig, slots: list[Slot], daemon: Daemon,
     for label in labels:
         for name in daemon.remove_labelled(label):
             emit(f"orphan container removed: {name}")
-    own = f"{service_label(config.name_prefix, config.host)}-slot"
+    own = runner_name_stem(config.name_prefix, config.host)
     try:
         runners = registrar.list_runners()
     except ReproGateError as error:  # the slots retry GitHub themselves; say it and go on

@@ -116,9 +116,9 @@ def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 @contextlib.contextmanager
 def example_dir(base: Path):
-    """A fresh `root/d1/d2/d3/work` per example, cwd inside; `..` paths stay within `root`."""
+    """A fresh `root/d1/d2/d3/project` per example, cwd inside; `..` paths stay within `root`."""
     root = Path(tempfile.mkdtemp(dir=base))
-    work = root / "d1" / "d2" / "d3" / "work"
+    work = root / "d1" / "d2" / "d3" / "project"
     work.mkdir(parents=True)
     (work / "empty.txt").write_text("")
     (work / "bytes.bin").write_bytes(bytes(range(256)) * 4)
@@ -149,7 +149,7 @@ HOSTILE_TEXT = [
 # Paths: hostile, but never able to reach the root of the disk (data is hashed, globs walked).
 SAFE_PATHS = [
     "", ".", "..", "../..", "../../../..", "missing", "missing/deeper", "empty.txt", "bytes.bin",
-    "wrong.json", "sub", "sub/../empty.txt", "../work/empty.txt", "*", "*.txt", "[", "[a-", "?",
+    "wrong.json", "sub", "sub/../empty.txt", "../project/empty.txt", "*", "*.txt", "[", "[a-", "?",
     "a\nb", "é漢字🙂", "\udcff", "-", "~", "~/x", "n" * 300, "./" * 300 + "empty.txt",
     "/nonexistent/abs", "/dev/null", "{work}/empty.txt", "{work}/missing", "{work}",
     "{good_manifest}",

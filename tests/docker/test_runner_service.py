@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -126,10 +126,16 @@ def work_root() -> Iterator[Path]:
 
 
 @pytest.fixture
-def services(gpu_dockerd: GpuDockerd) -> Iterator[list[Serve]]:
-    """The services a test starts; killed and their containers removed whatever happens."""
+def serve(gpu_dockerd: GpuDockerd) -> Iterator[Callable[[Path], Serve]]:
+    """Starts a service; those a test started are killed and their containers removed
+    whatever happens."""
     started: list[Serve] = []
-    yield started
+
+    def start(config: Path) -> Serve:
+        started.append(Serve(config))
+        return started[-1]
+
+    yield start
     for service in started:
         service.stop()
     for container in service_containers(gpu_dockerd):
@@ -177,11 +183,10 @@ def metric(text: str, name: str, **labels: str) -> float:
 
 def test_one_runner_per_slot_its_gpu_only_wiped_and_registered_again(
     tmp_path: Path, github: FakeGitHub, gpu_dockerd: GpuDockerd, standin_runner_image: str,
-    work_root: Path, services: list[Serve],
+    work_root: Path, serve: Callable[[Path], Serve],
 ) -> None:
     path = config(tmp_path, github, gpu_dockerd, standin_runner_image, work_root, wait=True)
-    service = Serve(path)
-    services.append(service)
+    service = serve(path)
     for slot, uuid in enumerate(SLOT_UUIDS):
         service.wait_for(f"slot {slot}: job started on {uuid}$")
         service.wait_for(f"slot {slot} runner: PROXY-OTHER-GPU 403$")  # the job is waiting now
@@ -240,12 +245,11 @@ def test_one_runner_per_slot_its_gpu_only_wiped_and_registered_again(
 
 def test_sigterm_drains_an_idle_runner_at_once_and_lets_a_busy_job_finish(
     tmp_path: Path, github: FakeGitHub, gpu_dockerd: GpuDockerd, standin_runner_image: str,
-    work_root: Path, services: list[Serve],
+    work_root: Path, serve: Callable[[Path], Serve],
 ) -> None:
     path = config(tmp_path, github, gpu_dockerd, standin_runner_image, work_root, wait=True,
                   command=["sh", "-c", IDLE_ON_SLOT1])
-    service = Serve(path)
-    services.append(service)
+    service = serve(path)
     service.wait_for(f"slot 0: job started on {SLOT_UUIDS[0]}$")
     service.wait_for("slot 1: registered ")
     time.sleep(1)  # slot 1's runner container is up and idle
@@ -268,13 +272,12 @@ def test_sigterm_drains_an_idle_runner_at_once_and_lets_a_busy_job_finish(
 
 def test_a_job_the_hook_refuses_is_counted_and_the_slot_goes_on(
     tmp_path: Path, github: FakeGitHub, gpu_dockerd: GpuDockerd, standin_runner_image: str,
-    work_root: Path, services: list[Serve],
+    work_root: Path, serve: Callable[[Path], Serve],
 ) -> None:
     # The runtime hands the runner another GPU than the slot's: the hook must refuse the job.
     path = config(tmp_path, github, gpu_dockerd, standin_runner_image, work_root, slots=1,
                   environment={"STANDIN_NVIDIA_SMI": "1", "STANDIN_VISIBLE_GPUS": SLOT_UUIDS[1]})
-    service = Serve(path)
-    services.append(service)
+    service = serve(path)
     [refused] = service.wait_for("slot 0: the hook refused the job: (.*)$")
     assert refused.group(1) == (f"GPU {SLOT_UUIDS[0]} is not visible in this runner"
                                 f" (visible: {SLOT_UUIDS[1]})")
@@ -296,20 +299,18 @@ def test_a_job_the_hook_refuses_is_counted_and_the_slot_goes_on(
 
 def test_a_restart_after_kill_9_removes_the_orphans(
     tmp_path: Path, github: FakeGitHub, gpu_dockerd: GpuDockerd, standin_runner_image: str,
-    work_root: Path, services: list[Serve],
+    work_root: Path, serve: Callable[[Path], Serve],
 ) -> None:
     path = config(tmp_path, github, gpu_dockerd, standin_runner_image, work_root, slots=1,
                   wait=True)
-    first = Serve(path)
-    services.append(first)
+    first = serve(path)
     first.wait_for("slot 0: job started on ")
     first.process.send_signal(signal.SIGKILL)
     first.finish()
     [orphan] = service_containers(gpu_dockerd)
     [old_runner] = github.actions.runners
     assert orphan.status == "running"  # kill -9 left the runner and its job behind
-    second = Serve(path)
-    services.append(second)
+    second = serve(path)
     second.wait_for(f"orphan container removed: {SERVICE}-slot0")
     second.wait_for(f"orphan registration deleted: {SERVICE}-slot0 \\(id {old_runner}\\)")
     second.wait_for("slot 0: job started on ")
@@ -328,12 +329,11 @@ def test_a_restart_after_kill_9_removes_the_orphans(
 
 def test_a_docker_daemon_restart_mid_job_is_waited_for_and_the_slot_goes_on(
     tmp_path: Path, github: FakeGitHub, gpu_dockerd: GpuDockerd, standin_runner_image: str,
-    work_root: Path, services: list[Serve],
+    work_root: Path, serve: Callable[[Path], Serve],
 ) -> None:
     path = config(tmp_path, github, gpu_dockerd, standin_runner_image, work_root, slots=1,
                   wait=True)
-    service = Serve(path)
-    services.append(service)
+    service = serve(path)
     service.wait_for("slot 0 runner: PROXY-OTHER-GPU 403$")
     [before] = service_containers(gpu_dockerd)
     gpu_dockerd.restart()  # the daemon stops its containers on the way down
@@ -366,12 +366,11 @@ def live_restore_dockerd(gpu_dockerd: GpuDockerd, standin_runner_image: str
 
 def test_with_live_restore_the_runner_outlives_a_daemon_restart(
     tmp_path: Path, github: FakeGitHub, live_restore_dockerd: GpuDockerd,
-    standin_runner_image: str, work_root: Path, services: list[Serve],
+    standin_runner_image: str, work_root: Path, serve: Callable[[Path], Serve],
 ) -> None:
     daemon = live_restore_dockerd
     path = config(tmp_path, github, daemon, standin_runner_image, work_root, slots=1, wait=True)
-    service = Serve(path)
-    services.append(service)
+    service = serve(path)
     service.wait_for("slot 0 runner: PROXY-OTHER-GPU 403$")
     [before] = service_containers(daemon)
     daemon.restart()
@@ -393,7 +392,7 @@ def test_with_live_restore_the_runner_outlives_a_daemon_restart(
 
 def test_registration_through_502_429_and_a_refusal(
     tmp_path: Path, github: FakeGitHub, gpu_dockerd: GpuDockerd, standin_runner_image: str,
-    work_root: Path, services: list[Serve],
+    work_root: Path, serve: Callable[[Path], Serve],
 ) -> None:
     # 502 and 429 the client retries itself; the 422 it gives up on, and the slot tries again.
     github.script("POST", "generate-jitconfig$", Answer(502, body={"message": "Bad Gateway"}),
@@ -401,8 +400,7 @@ def test_registration_through_502_429_and_a_refusal(
                   Answer(422, body={"message": "Validation Failed"}))
     path = config(tmp_path, github, gpu_dockerd, standin_runner_image, work_root, slots=1,
                   wait=True)
-    service = Serve(path)
-    services.append(service)
+    service = serve(path)
     service.wait_for("slot 0: registration failed: POST .*HTTP 422: Validation Failed;"
                      " next try in 2 s")
     service.wait_for("slot 0: job started on ")
@@ -419,12 +417,11 @@ def test_registration_through_502_429_and_a_refusal(
 
 def test_a_crash_looping_runner_marks_its_slot_unhealthy(
     tmp_path: Path, github: FakeGitHub, gpu_dockerd: GpuDockerd, standin_runner_image: str,
-    work_root: Path, services: list[Serve],
+    work_root: Path, serve: Callable[[Path], Serve],
 ) -> None:
     path = config(tmp_path, github, gpu_dockerd, standin_runner_image, work_root, slots=1,
                   environment={"STANDIN_CRASH": "1"})
-    service = Serve(path)
-    services.append(service)
+    service = serve(path)
     service.wait_for("slot 0: unhealthy: the runner container crashed 2 times in a row without"
                      " taking a job; the slot stays unhealthy until the service restarts")
     assert len(service.wait_for("slot 0 runner: standin runner: STANDIN_CRASH=1", 2)) == 2

@@ -176,8 +176,8 @@ class SlotCycle:
                           self.slot.uuid, binds)
 
     def _run_runner(self, daemon: Daemon, runner: JitRunner) -> RunnerRun:
-        """Start the runner and watch it until it ends."""
-        wipe(self.folders.status)
+        """Start the runner and watch it until it ends (the status folder is empty: start-up
+        and each cleanup wipe it)."""
         began = time.monotonic()
         try:
             container = daemon.create_runner(self._spec(runner))

@@ -49,15 +49,15 @@ def test_unseeded_script_passes_because_the_gate_seeds_it(project: Path) -> None
 
 
 @pytest.mark.parametrize(
-    ("name", "step", "parameters"),
+    ("name", "step", "parameters", "cause"),
     [
-        ("urandom_noise.py", 3, ["head.bias"]),
-        ("thread_race.py", 2, ["encoder.weight"]),
-        ("listdir_order.py", 1, PARAMETERS),
+        ("urandom_noise.py", 3, ["head.bias"], "backward"),  # the gradient is touched
+        ("thread_race.py", 2, ["encoder.weight"], "backward"),
+        ("listdir_order.py", 1, PARAMETERS, "input"),  # the batches follow the listing
     ],
 )
 def test_nondeterminism_seeding_cannot_fix_fails_at_the_right_step(
-    project: Path, name: str, step: int, parameters: list[str]
+    project: Path, name: str, step: int, parameters: list[str], cause: str
 ) -> None:
     result = check(project, *script(name))
     assert result.exit_code == 1, result.stdout + result.stderr
@@ -66,6 +66,7 @@ def test_nondeterminism_seeding_cannot_fix_fails_at_the_right_step(
     divergence = manifest["comparison"]["first_divergence"]
     assert divergence["step"] == step
     assert divergence["parameters"] == parameters
+    assert divergence["cause"] == cause
     assert divergence["runs"] == ["A", "B"]
     assert manifest["reasons"][0]["code"] == "trajectory_diverged"
     # fail-fast: run B stopped at the divergent step, and no cost run was spent.

@@ -2,37 +2,36 @@
 
 Each element's bits are read as a b-bit signed integer x (b = 8, 16, 32 or 64, the element width)
 and the flat tensor is laid out as rows of ROW_ELEMENTS = 256 columns (the last row padded with
-zeros). With column weights w_c = 2c + 1 and odd row weights v_r = M * (2r + 1) (M odd):
+zeros). With column weights w_c and odd row weights v_r = M * (2r + 1) (M odd):
 
-    S_r = sum_c w_c * x[r, c]   (mod 2**b, read as a signed b-bit integer)
+    S_r = sum_c w_c * x[r, c]
     D   = sum_r v_r * S_r       (mod 2**64)
 
 and the digest is a fixed bijective mix of D, the element count and the element width.
-All arithmetic is modular integer arithmetic, so the result does not depend on the order of the
-additions, nor on how the work is split (below), and is the same on every device. Guarantees, for
-a tensor of fewer than 2**39 elements (fewer than 2**31 rows):
 
-- Changing the bits of any single element always changes the digest (w_c and v_r are odd, so each
-  step is a bijection in that element).
+There are two kinds. The *ordered* digest is for what can differ by order alone: the input batch
+(shuffled samples). Its w_c are 256 distinct odd numbers below 2**13 in a pseudo-random order
+(`ordered_weight_values` of _repro_gate_row_sums), and S_r is exact: an integer below 2**52 in
+magnitude for b <= 32, taken modulo 2**64 for b = 64. The *value* digest is for parameters and
+gradients, which differ by value (a reduction in another order changes low bits, never only
+places): w_c = 1 and S_r is a plain row sum modulo 2**b, read as a signed b-bit integer, one op
+fewer on accelerators. All arithmetic is integer arithmetic, so the result does not depend on the
+order of the additions, nor on how the work is split (below), and is the same on every device.
+
+Guarantees, for a tensor of fewer than 2**39 elements (fewer than 2**31 rows):
+
+- Changing the bits of any single element always changes either digest (w_c and v_r are odd).
 - Swapping two elements with different bits in the same column (positions that differ by a
-  multiple of 256) always changes the digest for widths up to 32 bits; for 64-bit elements,
+  multiple of 256) always changes either digest for widths up to 32 bits; for 64-bit elements,
   unless the two values agree in their low 33 bits.
-- Swapping two elements x, y in the same row at columns c, c' changes the digest if and only if
-  x != y (mod 2**(b - 1 - v)), where 2**v is the largest power of two dividing c - c' (v <= 7).
-  For float32, float16/bfloat16 and float64 this means: always when the two values differ
-  anywhere in their low 24, 8 or 56 bits; swapping a value with its exact negation (only the
-  sign bit differs) within a row is not detected.
-- Other swaps change the digest unless a specific linear relation modulo 2**64 holds between the
-  two values and their positions (it does not for almost all pairs); this is not guaranteed.
-
-That is the *ordered* digest, for what can differ by order alone: the input batch (shuffled
-samples) and module outputs. Parameters and gradients differ by value (a reduction in another
-order changes low bits, never only places), and the *value* digest drops the column weights
-(w_c = 1): S_r is a plain row sum, one op fewer on accelerators. The first two guarantees hold
-for it too (any single element's change; any swap between rows that differ in bits); swaps
-within a row of 256 are not detected. On CPU both kinds of row sums are one integer matrix
-product (by w, or by ones): it runs on one thread, where torch's reductions use them all and,
-on a busy machine, stall waiting for a core (measured: 5 times slower at load 2 on 2 cores).
+- Ordered digest: swapping two elements with different bits in the same row always changes it
+  for widths up to 32 bits (the weights are distinct); for 64-bit elements, unless the two values
+  agree in their low 52 bits. The value digest never sees a swap within a row.
+- Other changes (a permutation of samples, say) change the ordered digest unless the weighted
+  sums cancel exactly. The weights follow no pattern, so data with a structure (values with few
+  significant bits, samples whose sums are equal, a linear ramp) does not make that likelier.
+  The earlier weights w_c = 2c + 1, summed modulo 2**b, missed about 1 in 330 random orders of
+  shards of values k/512 (float32 with 9 significant bits): the sums kept only their top bits.
 
 A *sampled* value digest (`Sample(every=K, phase=p)`) of a tensor of R rows (the partial last
 row included) sums only the p-th of its K blocks of B = ceil(R / K) consecutive rows, rows
@@ -64,11 +63,11 @@ from _repro_gate_row_sums import (
     ROW_ELEMENTS,
     ROW_WEIGHT_MULTIPLIER,
     as_integers,
+    mix64,
     segment_sum,
 )
 
 HOST_ALONE_ELEMENTS = 1 << 16  # on the host, larger segments are summed alone (no copy)
-_MASK64 = (1 << 64) - 1
 
 
 @dataclass(frozen=True)
@@ -142,7 +141,7 @@ class PendingDigests:
         """The 16-hex-digit digests, from the values read back for `parts` (in order)."""
         return [
             None if slot is None or salt is None
-            else f"{_mix64(values[slot[0]][slot[1]] + salt):016x}"
+            else f"{mix64(values[slot[0]][slot[1]] + salt):016x}"
             for slot, salt in zip(self.slots, self.salts, strict=True)
         ]
 
@@ -237,16 +236,8 @@ def combine_digests(digests: list[str]) -> str:
     """One digest of a sequence of digests, order-sensitive (the tensors of a step's inputs)."""
     value = len(digests)
     for digest in digests:
-        value = _mix64(value * ROW_WEIGHT_MULTIPLIER + int(digest, 16))
+        value = mix64(value * ROW_WEIGHT_MULTIPLIER + int(digest, 16))
     return f"{value:016x}"
-
-
-def _mix64(value: int) -> int:
-    """splitmix64 finaliser: spreads the bits of a 64-bit value (cosmetic, a bijection)."""
-    value &= _MASK64
-    value = ((value ^ (value >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    value = ((value ^ (value >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return value ^ (value >> 31)
 
 
 def _salt(tensor: torch.Tensor) -> int:

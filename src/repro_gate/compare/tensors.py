@@ -20,7 +20,7 @@ from repro_gate.compare.status import (
     SHAPE_MISMATCH,
     WITHIN_TOLERANCE,
 )
-from repro_gate.compare.tolerance import Tolerance
+from repro_gate.compare.tolerance import Tolerance, magnitude
 
 # Statistics on differing tensors run in chunks so a huge tensor never needs float64 copies.
 CHUNK_ELEMENTS = 1 << 22
@@ -127,8 +127,7 @@ class DiffStats:
                     chunk_rel = 0.0
                 self.max_rel = chunk_rel if self.max_rel is None else max(self.max_rel, chunk_rel)
         if tolerance is not None and self.all_within:
-            allowed = tolerance.atol + tolerance.rtol * magnitude_b
-            self.all_within = bool(((abs_diff <= allowed) | both_nan).all())
+            self.all_within = tolerance.allows_all(values_a, values_b)
 
     def as_dict(self, dtype: str) -> dict[str, Any]:
         """The statistics fields of a `tensor_diff` (null where a value has no finite meaning)."""
@@ -139,14 +138,6 @@ class DiffStats:
             "max_rel_diff": self.max_rel if numeric else None,
             "max_ulp": self.max_ulp if dtype in ULP_DTYPES else None,
         }
-
-
-def magnitude(values: np.ndarray) -> np.ndarray:
-    """|values|; complex ones through hypot, as torch computes them (numpy's abs differs in the
-    last bit for some)."""
-    if values.dtype.kind == "c":
-        return np.hypot(values.real, values.imag)
-    return np.abs(values)
 
 
 def max_ulp_distance(bits_a: np.ndarray, bits_b: np.ndarray) -> int:

@@ -1,13 +1,45 @@
-"""Numeric tolerance for comparing artifacts, chosen per artifact from the `tolerance` section."""
+"""Numeric tolerance for comparing artifacts, chosen per artifact from the `tolerance` section.
+
+The rule, defined once here for every comparison the gate makes (tensors, JSON/YAML numbers,
+the upgrade check's losses): a (run A's value) and b (run B's) agree when
+
+    |a - b| <= atol + rtol * |b|
+
+with these values that have no finite difference: NaN agrees with NaN (a training that yields
+NaN twice reproduces); +inf agrees with +inf only, and -inf with -inf only (never with a finite
+number, however large rtol * |b| is). -0.0 and +0.0 agree. `agree` is the rule on arrays; a
+pair of numbers goes through the same code. The probe, which cannot import repro_gate, keeps
+its own copy for fail-fast under a tolerance; tests/probe/test_probe_contract.py holds it to
+this one.
+"""
 
 from __future__ import annotations
 
 import fnmatch
-import math
 import posixpath
 from dataclasses import dataclass
 
+import numpy as np
+
 from repro_gate.config import ToleranceConfig
+
+
+def agree(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> np.ndarray:
+    """Element by element, whether a and b agree within atol and rtol (see the module)."""
+    a, b = np.asarray(a), np.asarray(b)
+    with np.errstate(all="ignore"):  # inf - inf and overflow are judged here, not warned
+        both_nan = np.isnan(a) & np.isnan(b)
+        infinite = np.isinf(a) | np.isinf(b)
+        close = magnitude(a - b) <= atol + rtol * magnitude(b)
+    return both_nan | np.where(infinite, a == b, close)
+
+
+def magnitude(values: np.ndarray) -> np.ndarray:
+    """|values|; complex ones through hypot, as torch computes them (numpy's abs differs in the
+    last bit for some)."""
+    if values.dtype.kind == "c":
+        return np.hypot(values.real, values.imag)
+    return np.abs(values)
 
 
 @dataclass(frozen=True)
@@ -18,10 +50,12 @@ class Tolerance:
     rtol: float = 0.0
 
     def allows(self, a: float, b: float) -> bool:
-        """Whether `a` and `b` agree within this tolerance; NaN agrees with NaN."""
-        if math.isnan(a) and math.isnan(b):
-            return True
-        return abs(a - b) <= self.atol + self.rtol * abs(b)
+        """Whether the numbers `a` and `b` agree within this tolerance (`agree`)."""
+        return bool(agree(np.float64(a), np.float64(b), self.atol, self.rtol))
+
+    def allows_all(self, a: np.ndarray, b: np.ndarray) -> bool:
+        """Whether every pair of elements of `a` and `b` agrees within this tolerance."""
+        return bool(agree(a, b, self.atol, self.rtol).all())
 
     def as_dict(self) -> dict[str, float]:
         """The manifest's `tolerance` object."""

@@ -18,6 +18,7 @@ from typing import Any
 from repro_gate import probe
 from repro_gate.compare.runs import RunSide, compare_runs
 from repro_gate.compare.status import WITHIN_TOLERANCE
+from repro_gate.compare.tolerance import Tolerance
 from repro_gate.config import Config, ToleranceConfig
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate import runs, verdict
@@ -76,10 +77,11 @@ def numerics_status(comparison: dict[str, Any], tolerance: ToleranceConfig,
 
 
 def first_loss_outside(a: RunSide, b: RunSide, tolerance: ToleranceConfig) -> int | None:
-    """The first step whose loss leaves |a - b| <= atol + rtol * |b| (None bitwise: the
-    trajectory comparison decides there)."""
+    """The first step whose loss leaves the tolerance (compare/tolerance.py: NaN agrees with
+    NaN); None bitwise: the trajectory comparison decides there."""
     if tolerance.bitwise:
         return None
+    rule = Tolerance(atol=tolerance.atol, rtol=tolerance.rtol)
     losses = {entry.get("step"): entry.get("loss") for entry in a.trajectory}
     for entry in b.trajectory:
         expected, seen = losses.get(entry.get("step")), entry.get("loss")
@@ -89,7 +91,7 @@ def first_loss_outside(a: RunSide, b: RunSide, tolerance: ToleranceConfig) -> in
             x, y = float.fromhex(expected), float.fromhex(seen)
         except ValueError:
             continue
-        if not abs(x - y) <= tolerance.atol + tolerance.rtol * abs(y):
+        if not rule.allows(x, y):
             return int(entry["step"])
     return None
 

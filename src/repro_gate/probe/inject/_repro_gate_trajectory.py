@@ -96,14 +96,20 @@ class ReferenceTrajectory:
 
 @dataclass(frozen=True)
 class LossTolerance:
-    """Two losses a (the reference's) and b (this run's) agree when |a - b| <= atol + rtol*|b|."""
+    """Two losses a (the reference's) and b (this run's) agree when |a - b| <= atol + rtol*|b|.
+
+    The gate's rule (repro_gate/compare/tolerance.py), copied: NaN agrees with NaN, an infinity
+    only with itself; tests/probe/test_probe_contract.py holds the two to the same answers.
+    """
 
     atol: float
     rtol: float
 
     def allows(self, a: float, b: float) -> bool:
-        if math.isnan(a) and math.isnan(b):
-            return True
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        if math.isinf(a) or math.isinf(b):
+            return a == b
         return abs(a - b) <= self.atol + self.rtol * abs(b)
 
 

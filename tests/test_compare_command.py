@@ -77,3 +77,54 @@ def test_missing_side_is_a_clean_error(tmp_path: Path) -> None:
     assert completed.returncode == 2
     assert completed.stderr.strip() == (
         f"repro-gate: error: {tmp_path / 'nowhere'}: no such run directory or manifest")
+
+
+SAVES_IN_ITS_DIRECTORY = """\
+import torch
+from tiny import train
+
+torch.manual_seed(1234)
+train(checkpoint="model.pt")
+"""
+
+
+@pytest.fixture(scope="module")
+def saved_in_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The output directory of a seeded training that saves model.pt next to itself."""
+    workdir = tmp_path_factory.mktemp("saves-in-cwd")
+    shutil.copy(TRAININGS / "tiny.py", workdir / "tiny.py")
+    (workdir / "train.py").write_text(SAVES_IN_ITS_DIRECTORY)
+    result = check(workdir, "--no-cost", *script("train.py"))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return workdir / "repro-gate-out"
+
+
+@pytest.mark.parametrize("glob", ["*.pt", "**/*.pt", "model.pt"])
+def test_a_glob_finds_the_artifacts_wherever_the_gate_stored_them(
+        saved_in_workdir: Path, glob: str) -> None:
+    runs = saved_in_workdir / "runs"
+    for a, b in ((runs / "A", runs / "B"), (saved_in_workdir, saved_in_workdir)):
+        completed = compare(str(a), str(b), "-a", glob, "--json")
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+        artifacts = json.loads(completed.stdout)["comparison"]["artifacts"]
+        assert [(item["path"], item["status"]) for item in artifacts] == [("model.pt", "equal")]
+
+
+def test_a_glob_that_matches_nothing_on_either_side_is_an_error(saved_in_workdir: Path) -> None:
+    runs = saved_in_workdir / "runs"
+    completed = compare(str(runs / "A"), str(runs / "B"), "-a", "*.pt", "-a", "*.safetensors")
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    assert completed.stderr.strip() == (
+        "repro-gate: error: -a '*.safetensors' matches no artifact of run A or run B"
+        " (their artifacts: model.pt)")
+    assert completed.stdout == ""
+
+
+def test_a_glob_that_matches_on_one_side_only_is_a_named_difference(
+        saved_in_workdir: Path, tmp_path: Path) -> None:
+    runs = saved_in_workdir / "runs"
+    other = shutil.copytree(runs / "B", tmp_path / "B")
+    shutil.copy(next(other.rglob("model.pt")), other / "extra.pt")
+    completed = compare(str(runs / "A"), str(other), "-a", "*.pt")
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    assert "extra.pt is present in run B only" in completed.stdout

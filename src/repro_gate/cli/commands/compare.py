@@ -6,6 +6,7 @@ Used to catch cross-machine drift: run the gate on two runners, then compare wha
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import fnmatch
 import json
 from pathlib import Path
@@ -42,7 +43,9 @@ def add_parser(subparsers: Any, name: str) -> None:
     parser.add_argument("--tolerance", metavar="SPEC", default="bitwise",
                         help="'bitwise' (default) or 'atol=X,rtol=Y'")
     parser.add_argument("-a", "--artifacts", action="append", metavar="GLOB",
-                        help="only compare files matching this glob (repeatable)")
+                        help="only compare artifacts whose path, as the gate recorded it,"
+                             " matches this glob (repeatable); a glob that matches nothing"
+                             " in either run is an error")
     parser.add_argument("--ignore", action="append", metavar="GLOB:FIELD[,FIELD]",
                         help="do not compare these key paths of JSON/YAML artifacts matching"
                              " GLOB, as compare.ignore does (repeatable), e.g."
@@ -54,8 +57,11 @@ def add_parser(subparsers: Any, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Compare the two sides and print what differs; exit 0 same, 1 different."""
     tolerance = ToleranceConfig.from_document(parse_tolerance(args.tolerance))
-    side_a = load_side(Path(args.a), "A", args.artifacts)
-    side_b = load_side(Path(args.b), "B", args.artifacts)
+    check_artifact_globs(args.artifacts or [])
+    side_a = load_side(Path(args.a), "A")
+    side_b = load_side(Path(args.b), "B")
+    if args.artifacts:
+        side_a, side_b = select(side_a, side_b, args.artifacts)
     comparison = compare_runs([side_a, side_b], tolerance, ignore_policy(args.ignore))
     check_something_compared(comparison)
     reasons = verdict.failures(comparison, [])
@@ -85,16 +91,45 @@ def ignore_policy(specs: list[str] | None) -> CompareConfig:
     return CompareConfig.from_document(section)
 
 
-def load_side(path: Path, name: str, globs: list[str] | None) -> RunSide:
-    """Read one side: a run directory, a gate output directory, or a manifest file."""
-    check_artifact_globs(globs or [])
+def select(a: RunSide, b: RunSide, globs: list[str]) -> tuple[RunSide, RunSide]:
+    """The two sides with only the artifacts whose recorded path matches one of `globs`.
+
+    A glob that matches no artifact of either side is an error: comparing nothing must not read
+    as "same". One that matches on one side only leaves those files missing on the other, a
+    difference the verdict names.
+    """
+    for glob in globs:
+        if not any(glob_matches(glob, rel) for rel in a.paths() | b.paths()):
+            known = sorted(a.paths() | b.paths())
+            shown = ", ".join(known[:5]) + (f" and {len(known) - 5} more" if len(known) > 5
+                                            else "")
+            raise GateError(f"-a {glob!r} matches no artifact of run A or run B (their artifacts:"
+                            f" {shown or 'none'})", kind=ErrorKind.NO_ARTIFACTS)
+    return _selected(a, globs), _selected(b, globs)
+
+
+def _selected(side: RunSide, globs: list[str]) -> RunSide:
+    def keep(rel: str) -> bool:
+        return any(glob_matches(glob, rel) for glob in globs)
+
+    return dataclasses.replace(
+        side,
+        artifacts={rel: path for rel, path in side.artifacts.items() if keep(rel)},
+        digests={rel: digest for rel, digest in side.digests.items() if keep(rel)},
+        notes={rel: note for rel, note in side.notes.items() if keep(rel)},
+    )
+
+
+def load_side(path: Path, name: str) -> RunSide:
+    """Read one side, every artifact the gate recorded or collects there under the relative
+    path it records: a run directory, a gate output directory, or a manifest file."""
     if path.is_file():
-        return _from_manifest(manifest.read(path), name, globs)
+        return _from_manifest(manifest.read(path), name)
     if (path / manifest.MANIFEST_NAME).is_file():
-        return _from_manifest(manifest.read(path / manifest.MANIFEST_NAME), name, globs,
+        return _from_manifest(manifest.read(path / manifest.MANIFEST_NAME), name,
                               output_dir=path)
     if path.is_dir():
-        side = _from_run_dir(path, name, globs)
+        side = _from_run_dir(path, name)
         if not side.trajectory and not side.artifacts:
             raise GateError(f"{path}: holds no trajectory and no artifacts (not a run directory,"
                             " output directory or manifest?)", kind=ErrorKind.INPUT_INVALID)
@@ -102,14 +137,19 @@ def load_side(path: Path, name: str, globs: list[str] | None) -> RunSide:
     raise GateError(f"{path}: no such run directory or manifest", kind=ErrorKind.INPUT_MISSING)
 
 
-def _from_run_dir(run_dir: Path, name: str, globs: list[str] | None) -> RunSide:
+def _from_run_dir(run_dir: Path, name: str) -> RunSide:
+    return RunSide(name, probe.read_trajectory(run_dir), _collected(run_dir))
+
+
+def _collected(run_dir: Path) -> dict[str, Path]:
+    """Every file the gate collects from a run directory, by the relative path it records for
+    it (a file it took from the working directory keeps its path there), whatever the layout."""
     sources = artifacts.Sources(run_dir, workdir=None, exclude=run_dir)
-    found = artifacts.collect(sources, globs, before={}).artifacts
-    return RunSide(name, probe.read_trajectory(run_dir), {a.rel_path: a.path for a in found})
+    return {a.rel_path: a.path for a in artifacts.collect(sources, None, before={}).artifacts}
 
 
 def _from_manifest(
-    document: dict[str, Any], name: str, globs: list[str] | None, output_dir: Path | None = None
+    document: dict[str, Any], name: str, output_dir: Path | None = None
 ) -> RunSide:
     """The recorded sha256 of each artifact decide; the run directory, where it still holds
     exactly those files, adds the tensor-level detail and the trajectory."""
@@ -118,8 +158,7 @@ def _from_manifest(
         raise GateError("the manifest holds no deterministic run to compare",
                         kind=ErrorKind.INPUT_INVALID)
     first = deterministic_runs[0]
-    recorded = {a["path"]: a["sha256"] for a in first["artifacts"]
-                if globs is None or any(glob_matches(g, a["path"]) for g in globs)}
+    recorded = {a["path"]: a["sha256"] for a in first["artifacts"]}
     candidates = [Path(first["run_dir"])]
     if output_dir is not None:
         candidates.insert(0, output_dir / "runs" / first["name"])
@@ -134,8 +173,9 @@ def _verified(
 ) -> RunSide:
     """Files of `run_dir` that still match the manifest; the others known only by sha256."""
     side = RunSide(name, [], {})
+    present = _collected(run_dir)
     for rel, digest in recorded.items():
-        path = _recorded_file(run_dir, rel)
+        path = present.get(rel)
         if path is not None and sha256_file(path) == digest:
             side.artifacts[rel] = path
         else:
@@ -147,18 +187,6 @@ def _verified(
     if not side.digests and len(trajectory) == run.get("steps"):
         side.trajectory = trajectory
     return side
-
-
-def _recorded_file(run_dir: Path, rel: str) -> Path | None:
-    """Where the gate put artifact `rel` in its run directory: a regular file inside it."""
-    for path in (run_dir / rel, run_dir / artifacts.FROM_WORKDIR_SUBDIR / rel):
-        if path.is_file() and not path.is_symlink() and _inside(path, run_dir):
-            return path
-    return None
-
-
-def _inside(path: Path, directory: Path) -> bool:
-    return path.resolve().is_relative_to(directory.resolve())
 
 
 def glob_matches(glob: str, rel_path: str) -> bool:

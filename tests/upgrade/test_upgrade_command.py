@@ -201,3 +201,44 @@ def test_a_cancel_during_the_candidate_gate_is_an_error_that_keeps_the_baseline(
     assert document["reproducibility"]["baseline"]["verdict"] == "pass"
     assert Path(document["reproducibility"]["baseline"]["manifest"]).is_file()
     assert "Traceback" not in stdout + stderr
+
+
+@pytest.mark.parametrize("lock_name", ["requirements.txt", "locks/prod-pins.txt"])
+def test_a_requirements_lock_of_any_name_is_recorded_with_a_valid_report(
+        make_project: Callable[[str], Path], package_index: PackageIndex, env_cache: Path,
+        lock_name: str) -> None:
+    project = make_project("requirements-bare")
+    write_training(project)
+    lock = project / lock_name
+    lock.parent.mkdir(exist_ok=True)
+    (project / "requirements.txt").rename(lock)
+    candidate = project / "candidate.txt"
+    candidate.write_text("numlib==1.0\nharmless==1.1\nleaf==1.1\n")
+    done = upgrade(project, package_index, env_cache, "--lock", lock_name,
+                   "--candidate-lock", "candidate.txt")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = project / "repro-gate-out"
+    assert not (out / "upgrade.invalid.json").exists()
+    document = report(project)
+    assert document["verdict"] == "same"
+    assert (document["baseline"]["format"], document["candidate"]["format"]) == (
+        "requirements", "requirements")
+    assert Path(document["baseline"]["lock"]).name == Path(lock_name).name
+    assert "harmless" in (out / "upgrade.md").read_text()
+
+
+def test_a_report_that_cannot_be_written_is_an_error_recorded_in_its_place(
+        trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    # upgrade.md cannot be written once the verdict is decided: a directory holds its name.
+    (trainer / "repro-gate-out" / "upgrade.md" / "in-the-way").mkdir(parents=True)
+    done = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    document = report(trainer)  # valid against its schema
+    assert document["verdict"] == "error"
+    (reason,) = document["reasons"]
+    assert reason["code"] == "output_dir"
+    assert reason["message"].startswith("the upgrade report was not written (upgrade.md): ")
+    # what the check found is kept beside the error
+    assert document["reproducibility"]["candidate"]["verdict"] == "pass"
+    assert document["numerics"]["status"] == "same"

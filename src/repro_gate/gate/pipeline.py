@@ -25,6 +25,7 @@ from repro_gate.gate.localise import localise
 from repro_gate.gate.record import GateState, assemble, deterministic, now
 from repro_gate.launch import cancel
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
+from repro_gate.manifest.store import INVALID_MANIFEST_NAME
 from repro_gate.probe import probe_output_dir, read_trajectory
 from repro_gate.publish import Publisher
 
@@ -135,17 +136,7 @@ def _internal_failure(config: Config, error: GateError, publisher: Publisher) ->
 def _error_only(
     error: GateError, name: str, output_dir: Path, publisher: Publisher
 ) -> GateOutcome:
-    document = {
-        **manifest.header(name, now(), now()),
-        "verdict": verdict.ERROR,
-        "reasons": [verdict.reason(error.kind, error.message)],
-        "output_dir": str(output_dir),
-        "config": {},
-        "runs": [],
-        "comparison": empty_comparison(ToleranceConfig()),
-        "nondeterministic_ops": [],
-        "cost": None,
-    }
+    document = _error_manifest(error, name, output_dir)
     try:
         ensure_writable(output_dir)
         path: Path | None = manifest.write(document, output_dir)
@@ -156,6 +147,21 @@ def _error_only(
     except Exception as failure:  # publishing never changes the verdict
         print(f"repro-gate: warning: reporting failed: {one_line(failure)}", file=sys.stderr)
     return GateOutcome(document, path, EXIT_ERROR)
+
+
+def _error_manifest(error: GateError, name: str, output_dir: Path) -> dict[str, Any]:
+    """The manifest of a gate that ended in `error` and recorded nothing else."""
+    return {
+        **manifest.header(name, now(), now()),
+        "verdict": verdict.ERROR,
+        "reasons": [verdict.reason(error.kind, error.message)],
+        "output_dir": str(output_dir),
+        "config": {},
+        "runs": [],
+        "comparison": empty_comparison(ToleranceConfig()),
+        "nondeterministic_ops": [],
+        "cost": None,
+    }
 
 
 def check_baseline(config: Config) -> None:
@@ -275,12 +281,25 @@ def _check_run(record: runs.RunRecord, state: GateState, timeout: float | None) 
 
 
 def _write(document: dict[str, Any], output_dir: Path, state: GateState) -> Path | None:
+    """Write the verdict's manifest. When it cannot be (it fails its schema, the write fails),
+    that is the error (exit 2) and a manifest with that error alone takes its place, in
+    `document` too: never a verdict without a record."""
     try:
         return manifest.write(document, output_dir)
-    except GateError as error:
-        state.error = error
-        document["verdict"] = verdict.ERROR
-        document["reasons"] = [verdict.reason(error.kind, error.message)]
+    except GateError as failure:
+        state.error = GateError(f"{failure.message} (as built: {INVALID_MANIFEST_NAME})",
+                                kind=failure.kind)
+    except OSError as failure:
+        state.error = GateError(f"{manifest.MANIFEST_NAME} was not written: {one_line(failure)}",
+                                kind=ErrorKind.OUTPUT_DIR)
+    errored = _error_manifest(state.error, document["gate"], output_dir)
+    document.clear()
+    document.update(errored)
+    try:
+        return manifest.write(document, output_dir)
+    except (GateError, OSError) as failure:
+        print(f"repro-gate: error: {state.error.message}; the error manifest was not written"
+              f" either: {one_line(failure)}", file=sys.stderr)
         return None
 
 

@@ -25,7 +25,14 @@ from typing import Any
 
 from repro_gate.compare.runs import compare_runs
 from repro_gate.config import Config, ToleranceConfig
-from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError
+from repro_gate.errors import (
+    EXIT_ERROR,
+    EXIT_FAIL,
+    EXIT_PASS,
+    ErrorKind,
+    GateError,
+    one_line,
+)
 from repro_gate.gate import upgrade_record
 from repro_gate.gate.pipeline import (
     GateOutcome,
@@ -51,7 +58,7 @@ from repro_gate.gate.upgrade_state import Role, UpgradeState
 from repro_gate.launch import cancel
 from repro_gate.launch.base import Launcher
 from repro_gate.manifest.store import write_text_atomic
-from repro_gate.manifest.upgrade import write_upgrade
+from repro_gate.manifest.upgrade import UPGRADE_FILE, write_upgrade
 from repro_gate.publish import Publisher
 from repro_gate.render import markdown_upgrade
 from repro_gate.upgrade import (
@@ -116,12 +123,10 @@ def run_upgrade(config: Config, options: UpgradeOptions, open_launcher: Launcher
     except Exception as error:  # the one boundary for the unexpected
         state.error = internal_error(error, config.output_dir)
     cancel.ignore_from_now()
-    document = upgrade_record.assemble(config, state)
-    path = _write(document, config.output_dir)
+    document, path = _record(config, state)
     document.update(publisher.finished(document, path))
     if path is not None:
-        path = _write(document, config.output_dir) or path
-        _write_markdown(document, config.output_dir)
+        path = _rewrite(document, config.output_dir) or path
     if options.write_lock and document["verdict"] != "error" and state.candidate_kept:
         _write_lock(state)
     return UpgradeOutcome(document, path, EXIT_CODES[document["verdict"]])
@@ -135,8 +140,7 @@ def configuration_error(error: GateError, workdir: Path, output_dir: Path,
     ensure_writable(output_dir)
     state = UpgradeState(started_at=now(), started=time.monotonic(), error=error)
     config = Config(workdir=workdir, output_dir=output_dir)
-    document = upgrade_record.assemble(config, state)
-    path = _write(document, output_dir)
+    document, path = _record(config, state)
     document.update(publisher.finished(document, path))
     return UpgradeOutcome(document, path, EXIT_ERROR)
 
@@ -256,21 +260,68 @@ def _search(config: Config, launcher: Launcher, build: BuildEnvironment, state: 
         state.confirmations.append(trials.confirm(group, number))
 
 
-def _write(document: dict[str, Any], output_dir: Path) -> Path | None:
+def _record(config: Config, state: UpgradeState) -> tuple[dict[str, Any], Path | None]:
+    """Write upgrade.json and upgrade.md for the verdict. When either cannot be written (a
+    record that fails its schema, a write that fails), that is the error (exit 2), recorded in
+    an upgrade.json in their place: the whole record with the verdict `error`, else the error
+    alone. Never a verdict with no record."""
+    document = upgrade_record.assemble(config, state)
+    try:
+        return document, _write_both(document, config.output_dir)
+    except (GateError, OSError) as failure:
+        state.error = _not_recorded(failure, state.error)
+    error_only = UpgradeState(state.started_at, state.started, error=state.error)
+    for document in (upgrade_record.assemble(config, state),
+                     upgrade_record.assemble(config, error_only)):
+        try:
+            path = write_upgrade(document, config.output_dir)
+        except (GateError, OSError) as failure:
+            last = failure
+            continue
+        _write_markdown(document, config.output_dir)
+        return document, path
+    print(f"repro-gate: error: {state.error.message}; the error record was not written either:"
+          f" {one_line(last)}", file=sys.stderr)
+    return document, None
+
+
+def _write_both(document: dict[str, Any], output_dir: Path) -> Path:
+    path = write_upgrade(document, output_dir)
+    write_text_atomic(output_dir / UPGRADE_MARKDOWN, markdown_upgrade.report(document))
+    return path
+
+
+def _not_recorded(failure: GateError | OSError, earlier: GateError | None) -> GateError:
+    """The error of a record that could not be written (after an earlier error, both)."""
+    if isinstance(failure, GateError):
+        message, kind = failure.message, failure.kind
+    else:
+        target = failure.filename2 or failure.filename
+        name = Path(target).name if target else UPGRADE_FILE
+        message = f"the upgrade report was not written ({name}): {one_line(failure)}"
+        kind = ErrorKind.OUTPUT_DIR
+    if earlier is not None:
+        message += f"; before that: {earlier.message}"
+    return GateError(message, kind=kind)
+
+
+def _rewrite(document: dict[str, Any], output_dir: Path) -> Path | None:
+    """Add the publishing sections; the first upgrade.json stays if that fails."""
     try:
         return write_upgrade(document, output_dir)
-    except GateError as error:
-        print(f"repro-gate: error: {error.message}", file=sys.stderr)
+    except (GateError, OSError) as error:
+        print(f"repro-gate: warning: {UPGRADE_FILE} kept without reporting sections:"
+              f" {one_line(error)}", file=sys.stderr)
         return None
 
 
 def _write_markdown(document: dict[str, Any], output_dir: Path) -> None:
-    """`upgrade.md` beside upgrade.json: the report as the pull request shows it, for a
-    workflow's next steps (a pull request body, a tracking issue)."""
+    """upgrade.md of an error already recorded in upgrade.json: a warning if it fails."""
     try:
         write_text_atomic(output_dir / UPGRADE_MARKDOWN, markdown_upgrade.report(document))
     except OSError as error:
-        print(f"repro-gate: warning: {UPGRADE_MARKDOWN} not written: {error}", file=sys.stderr)
+        print(f"repro-gate: warning: {UPGRADE_MARKDOWN} not written: {one_line(error)}",
+              file=sys.stderr)
 
 
 def _write_lock(state: UpgradeState) -> None:

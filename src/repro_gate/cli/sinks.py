@@ -1,28 +1,83 @@
-"""Where the runs' output goes while the gate runs: stderr, or one Actions log group per run."""
+"""Where the runs' output goes while the gate runs: stderr, or one Actions log group per run.
+
+Each run's sink also shows the gate's status lines for it (launch/progress.py): on a terminal
+one line rewritten in place, in a log (CI) a plain line every so often. `--quiet` silences the
+training's output, never the status: the user is not left without a line.
+"""
 
 from __future__ import annotations
 
 import secrets
 import sys
+import threading
 from collections.abc import Callable
+from typing import TextIO
 
+from repro_gate.launch import progress
 from repro_gate.launch.base import LineSink
 from repro_gate.publish import actions
 
 SinkFactory = Callable[[str], LineSink]
+CLEAR_LINE = "\r\x1b[K"  # back to the start of the line, erase it
+
+
+class RunSink:
+    """One run's output, each line prefixed with its name, and its status lines."""
+
+    def __init__(self, name: str, stream: Callable[[], TextIO], quiet: bool = False) -> None:
+        self.name = name
+        self._stream = stream  # looked up when written: the stream may be replaced meanwhile
+        self.quiet = quiet
+        self._lock = threading.Lock()  # output and status come from different threads
+        self._status_shown = False  # a status is on the terminal's current line
+
+    def __call__(self, line: str) -> None:
+        if self.quiet:
+            return
+        with self._lock:
+            self._clear_status()
+            print(f"[{self.name}] {line}", file=self._stream(), flush=True)
+
+    def status(self, text: str) -> None:
+        """Show the run's status: rewritten in place on a terminal, a new line in a log."""
+        line = f"[{self.name}] repro-gate: {text}"
+        with self._lock:
+            stream = self._stream()
+            if self._live():
+                stream.write(CLEAR_LINE + line)
+                stream.flush()
+                self._status_shown = True
+            else:
+                print(line, file=stream, flush=True)
+
+    def end_status(self) -> None:
+        """The run is over: a status left on the terminal's line is erased."""
+        with self._lock:
+            self._clear_status()
+
+    def status_every(self) -> float:
+        live = self._live()
+        return progress.every(progress.TERMINAL_STATUS_SECONDS if live
+                              else progress.LOG_STATUS_SECONDS)
+
+    def _live(self) -> bool:
+        try:
+            return self._stream().isatty()
+        except (AttributeError, ValueError):
+            return False
+
+    def _clear_status(self) -> None:
+        if self._status_shown:
+            stream = self._stream()
+            stream.write(CLEAR_LINE)
+            stream.flush()
+            self._status_shown = False
 
 
 def stderr_sink_for(quiet: bool) -> SinkFactory:
-    """Run output streamed to stderr, each line prefixed with its run's name."""
-
-    def factory(name: str) -> LineSink:
-        def sink(line: str) -> None:
-            if not quiet:
-                print(f"[{name}] {line}", file=sys.stderr, flush=True)
-
-        return sink
-
-    return factory
+    """Run output streamed to stderr, each line prefixed with its run's name (none when quiet);
+    status lines either way."""
+    return lambda name: RunSink(name, lambda: sys.stderr, quiet)
 
 
 class GroupedSinks:
@@ -40,11 +95,7 @@ class GroupedSinks:
         actions.emit(actions.command("group", f"repro-gate run {name}"))
         self._resume_token = secrets.token_hex(16)
         actions.emit(actions.command("stop-commands", self._resume_token))
-
-        def sink(line: str) -> None:
-            print(f"[{name}] {line}", flush=True)
-
-        return sink
+        return RunSink(name, lambda: sys.stdout)
 
     def close(self) -> None:
         """End the current run's group, if one is open."""

@@ -14,6 +14,7 @@ from repro_gate.config import Config
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate import collect as artifacts
 from repro_gate.gate import cost_plan
+from repro_gate.launch import progress
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
 from repro_gate.launch.shell import shell_argv
 
@@ -207,7 +208,8 @@ def execute(
         artifacts.snapshot(sources.workdir, workdir_globs, sources.exclude)
         if sources.workdir is not None else {}
     )
-    outcome = launcher.run(spec, sink)
+    with progress.watching_run(spec, sink):
+        outcome = launcher.run(spec, sink)
     trajectories = probe.read_trajectories(spec.run_dir)
     ranks = sorted({0, *trajectories})
     statuses = [probe.read_json(spec.run_dir, probe.STATUS_FILE, rank) for rank in ranks]

@@ -49,6 +49,7 @@ from repro_gate.gate.upgrade_runs import (
     CANDIDATE_SIDE,
     InEnvironment,
     Trials,
+    built,
     first_loss_outside,
     numerics_status,
     python_environment,
@@ -154,10 +155,14 @@ def _check(config: Config, options: UpgradeOptions, open_launcher: LauncherFacto
         return
     build = environments_for(config)
     launcher = open_launcher(config)
-    state.environments["baseline"] = build(state.baseline_lock().pins())
+    state.environments["baseline"] = built(build, state.baseline_lock().pins(),
+                                           "the baseline environment",
+                                           sink_for("baseline environment"))
     state.gates["baseline"] = _gate(config, "baseline", launcher, state, sink_for)
     _require_baseline_reproducible(state.gates["baseline"])
-    state.environments["candidate"] = build(state.candidate_lock().pins())
+    state.environments["candidate"] = built(build, state.candidate_lock().pins(),
+                                            "the candidate environment",
+                                            sink_for("candidate environment"))
     state.gates["candidate"] = _gate(config, "candidate", launcher, state, sink_for)
     if state.gates["candidate"].exit_code == EXIT_ERROR:
         reason = state.gates["candidate"].manifest["reasons"][0]

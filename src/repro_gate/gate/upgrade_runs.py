@@ -23,6 +23,7 @@ from repro_gate.config import Config, ToleranceConfig
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate import runs, verdict
 from repro_gate.gate.collect import Sources
+from repro_gate.launch import progress
 from repro_gate.launch.base import Launcher, LineSink, PythonEnvironment, RunOutcome, RunSpec
 from repro_gate.upgrade import BuildEnvironment, Environment, Lock, apply_changes
 from repro_gate.upgrade.culprits import Outcome
@@ -60,6 +61,13 @@ def python_environment(environment: Environment) -> PythonEnvironment:
 def side(record: runs.RunRecord, name: str) -> RunSide:
     """`record` as one side of a comparison, under another name (both gates have a run A)."""
     return dataclasses.replace(record.side(), name=name)
+
+
+def built(build: BuildEnvironment, pins: dict[str, str], what: str,
+          sink: LineSink) -> Environment:
+    """The environment of `pins`, with status lines while it builds (a cached one is quick)."""
+    with progress.watching_build(f"{what} ({len(pins)} pinned packages)", sink):
+        return build(pins)
 
 
 def numerics_status(comparison: dict[str, Any], tolerance: ToleranceConfig,
@@ -134,7 +142,8 @@ class Trials:
     def run(self, packages: tuple[str, ...], name: str, fail_fast: bool) -> TrialRun:
         pins = apply_changes(self.baseline, self.candidate, packages)
         try:
-            environment = self.build(pins)
+            environment = built(self.build, pins, f"the environment of run {name}",
+                                self.sink_for(f"{name} environment"))
         except GateError as error:
             if error.kind not in SKIPPED_KINDS:
                 raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from upgrade_index import PackageIndex, tree_digest
 
+from repro_gate.launch.progress import ENV_STATUS_SECONDS
 from repro_gate.manifest.upgrade import read_upgrade
 
 TRAIN = """\
@@ -206,7 +208,8 @@ def test_a_cancel_during_the_candidate_gate_is_an_error_that_keeps_the_baseline(
 @pytest.mark.parametrize("lock_name", ["requirements.txt", "locks/prod-pins.txt"])
 def test_a_requirements_lock_of_any_name_is_recorded_with_a_valid_report(
         make_project: Callable[[str], Path], package_index: PackageIndex, env_cache: Path,
-        lock_name: str) -> None:
+        lock_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_STATUS_SECONDS, "0.2")  # status lines from the first 0.2 s on
     project = make_project("requirements-bare")
     write_training(project)
     lock = project / lock_name
@@ -225,6 +228,10 @@ def test_a_requirements_lock_of_any_name_is_recorded_with_a_valid_report(
         "requirements", "requirements")
     assert Path(document["baseline"]["lock"]).name == Path(lock_name).name
     assert "harmless" in (out / "upgrade.md").read_text()
+    # never in silence: the environments' builds and every run say how they are doing
+    assert "[baseline environment] repro-gate: building the baseline environment (3 pinned" \
+        " packages): " in done.stderr
+    assert re.search(r"^\[candidate B\] repro-gate: .*elapsed", done.stderr, re.MULTILINE)
 
 
 def test_a_report_that_cannot_be_written_is_an_error_recorded_in_its_place(

@@ -1,0 +1,39 @@
+"""A run's status on a terminal is one line rewritten in place, erased when the run's output
+goes on or the run ends; in a log it is a plain line."""
+
+from __future__ import annotations
+
+import io
+import os
+
+from repro_gate.cli.sinks import CLEAR_LINE, RunSink
+from repro_gate.launch.progress import LOG_STATUS_SECONDS, TERMINAL_STATUS_SECONDS
+
+
+def test_on_a_terminal_the_status_is_rewritten_in_place() -> None:
+    main, secondary = os.openpty()
+    with open(secondary, "w", encoding="utf-8") as terminal:
+        sink = RunSink("A", lambda: terminal)
+        sink.status("step 1, 2 steps/s, 1 s elapsed")
+        sink.status("step 3, 2 steps/s, 2 s elapsed")
+        sink("the training speaks")
+        sink.status("step 5, 2 steps/s, 3 s elapsed")
+        sink.end_status()
+        assert sink.status_every() == TERMINAL_STATUS_SECONDS
+    shown = os.read(main, 4096).decode()
+    os.close(main)
+    assert shown == (
+        f"{CLEAR_LINE}[A] repro-gate: step 1, 2 steps/s, 1 s elapsed"
+        f"{CLEAR_LINE}[A] repro-gate: step 3, 2 steps/s, 2 s elapsed"
+        f"{CLEAR_LINE}[A] the training speaks\r\n"
+        f"{CLEAR_LINE}[A] repro-gate: step 5, 2 steps/s, 3 s elapsed{CLEAR_LINE}")
+
+
+def test_in_a_log_the_status_is_a_plain_line_even_when_quiet() -> None:
+    log = io.StringIO()
+    sink = RunSink("B", lambda: log, quiet=True)
+    sink("not shown when quiet")
+    sink.status("step 2 of 6, 1 steps/s, 4 s elapsed, about 4 s left")
+    sink.end_status()
+    assert log.getvalue() == "[B] repro-gate: step 2 of 6, 1 steps/s, 4 s elapsed, about 4 s left\n"
+    assert sink.status_every() == LOG_STATUS_SECONDS

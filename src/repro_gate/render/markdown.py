@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from repro_gate.render import observed
 from repro_gate.render.cost_text import over_budget_only
 from repro_gate.render.diagnosis import explain, headline
 from repro_gate.render.markdown_cost import budget_limit, cost_details, cost_sentence, cost_title
@@ -46,7 +47,13 @@ def comment_marker(gate: str) -> str:
 
 
 def title(manifest: Mapping[str, Any]) -> str:
-    """One line: the verdict in words and its most useful number."""
+    """One line: the verdict in words and its most useful number, and what it rests on when
+    the runs were not observed step by step."""
+    words = observed.of_manifest(manifest)
+    return one_line(f"{_title(manifest)} · {words}" if words else _title(manifest))
+
+
+def _title(manifest: Mapping[str, Any]) -> str:
     verdict = manifest.get("verdict")
     comparison = as_mapping(manifest.get("comparison"))
     cost = cost_title(manifest)

@@ -35,8 +35,8 @@ CLEARS_PATH = (
     " extend it instead (PYTHONPATH=src:$PYTHONPATH)"
 )
 NOT_PYTHON = (
-    "{program} is not Python and the probe loads only into Python; run the training with"
-    " python (without -I/-S/-E, keeping PYTHONPATH)"
+    "{program} is not Python and started no Python that loaded the probe; run the training"
+    " with python, or have {program} start it without -I/-S/-E and with the gate's PYTHONPATH"
 )
 UNKNOWN = (
     "the interpreter did not import sitecustomize from PYTHONPATH (an embedded or frozen"
@@ -112,12 +112,21 @@ def why_not_loaded(command: str | Sequence[str] | None) -> str:
 def _words(command: str | Sequence[str] | None) -> list[str]:
     if command is None:
         return []
-    if not isinstance(command, str):
-        return list(command)
+    words = [command] if isinstance(command, str) else list(command)
+    # `sh -c "python -I train.py"`: the words inside a word count too.
+    return [part for word in words for part in _split(word)]
+
+
+def _split(text: str) -> list[str]:
+    if not any(c.isspace() for c in text):
+        return [text]
     try:
-        return shlex.split(command)
+        parts = shlex.split(text)
     except ValueError:
-        return command.split()
+        parts = text.split()
+    if parts == [text]:
+        return parts
+    return [word for part in parts for word in _split(part)]
 
 
 def _clears_path(words: list[str], index: int) -> bool:

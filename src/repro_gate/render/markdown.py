@@ -33,6 +33,7 @@ from repro_gate.render.markdown_text import (
 
 CHECK_TEXT_LIMIT = 65_535  # check-run output.summary and output.text
 COMMENT_LIMIT = 65_536  # issue comment body
+TITLE_LIMIT = 200  # the longest title: one_line's default
 
 VERDICT_ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️"}
 FORK_NOTE = (
@@ -50,7 +51,10 @@ def title(manifest: Mapping[str, Any]) -> str:
     """One line: the verdict in words and its most useful number, and what it rests on when
     the runs were not observed step by step."""
     words = observed.of_manifest(manifest)
-    return one_line(f"{_title(manifest)} · {words}" if words else _title(manifest))
+    if not words:
+        return _title(manifest)
+    suffix = f" · {words}"  # kept whole: the verdict's words are cut to make room
+    return one_line(_title(manifest), TITLE_LIMIT - len(suffix)) + suffix
 
 
 def _title(manifest: Mapping[str, Any]) -> str:

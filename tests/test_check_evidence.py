@@ -116,3 +116,15 @@ def test_an_observed_training_passes_without_a_qualifier(project: Path) -> None:
     assert manifest["evidence"] == {"probe_loaded": True, "steps_observed": True}
     assert "from artifacts only" not in result.stdout
     assert manifest["reasons"][0]["message"].startswith("2 deterministic runs are bitwise equal")
+
+
+def test_a_shell_script_whose_file_differs_fails_from_artifacts_only(project: Path) -> None:
+    (project / "noisy.sh").write_text("od -An -N8 -tx8 /dev/urandom > model.bin\n")
+    result = check(project, "--no-cost", "-a", "model.bin", "--", "sh", "noisy.sh")
+    assert result.exit_code == 1, result.stdout + result.stderr
+    manifest = result.manifest
+    assert validation.errors("manifest", manifest) == []
+    assert f"FAIL: not reproducible, {NOT_OBSERVED}\n" in result.stdout
+    (reason,) = manifest["reasons"]
+    assert reason["code"] == "artifact_different"
+    assert reason["message"] == f"model.bin differs between runs A and B ({NOT_OBSERVED})"

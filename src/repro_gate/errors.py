@@ -72,6 +72,9 @@ class ErrorKind(StrEnum):
     TIMEOUT = "timeout"  # a run took longer than allowed
     RUN_FAILED = "run_failed"  # a run exited non-zero
     PROBE_FAILED = "probe_failed"  # the probe inside a run could not record
+    # the probe never loaded (python -I/-S, a cleared PYTHONPATH, no Python) and no artifacts
+    # were compared: nothing was observed
+    PROBE_NOT_LOADED = "probe_not_loaded"
     # comparing
     NO_ARTIFACTS = "no_artifacts"  # the runs wrote none of the configured artifacts
     NOTHING_TO_COMPARE = "nothing_to_compare"

@@ -91,6 +91,7 @@ class FakeGitHub:
         self.annotations: dict[int, list[dict[str, Any]]] = {}
         self.statuses: list[dict[str, Any]] = []
         self.comments: dict[int, list[dict[str, Any]]] = {}
+        self.pulls: list[dict[str, Any]] = []  # open pull requests: add_pull
         self.actions = ActionsState()  # self-hosted runners, the App installation (fake_runners)
         self.down = False  # every request answered 503, like an outage
         self._scripted: list[tuple[str, re.Pattern[str], deque[Answer]]] = []
@@ -125,6 +126,16 @@ class FakeGitHub:
         with self._lock:
             owner, repo = self.repository.split("/")
             return self._new_comment(owner, repo, issue, Principal(login), body)
+
+    def add_pull(self, number: int, head_label: str, head_sha: str) -> None:
+        """An open pull request whose head is `head_label` ("owner:branch") at `head_sha`."""
+        owner, _, branch = head_label.partition(":")
+        self.pulls.append({
+            "number": number,
+            "state": "open",
+            "head": {"label": head_label, "ref": branch, "sha": head_sha,
+                     "user": {"login": owner}},
+        })
 
     def requests_to(self, method: str, pattern: str) -> list[Seen]:
         """The requests seen for `method` on paths matching `pattern`."""
@@ -252,6 +263,8 @@ class FakeGitHub:
                 return Answer(200, body=self.check_runs[int(run_id)])
             case "POST", ["statuses", sha]:
                 return self._create_status(owner, repo, sha, body, who)
+            case "GET", ["pulls"]:
+                return self._list_pulls(query)
             case "GET", ["issues", number, "comments"]:
                 return self._list_comments(owner, repo, int(number), query)
             case "POST", ["issues", number, "comments"]:
@@ -358,6 +371,13 @@ class FakeGitHub:
         }
         self.statuses.append(status)
         return Answer(201, body={k: v for k, v in status.items() if k != "sha"})
+
+    def _list_pulls(self, query: dict[str, str]) -> Answer:
+        """Open pull requests, filtered by `head` ("owner:branch") as GitHub does."""
+        if query.get("state", "open") not in ("open", "all"):
+            return Answer(200, body=[])
+        head = query.get("head")
+        return Answer(200, body=[p for p in self.pulls if head in (None, p["head"]["label"])])
 
     def _list_comments(self, owner: str, repo: str, issue: int, query: dict[str, str]) -> Answer:
         per_page = min(int(query.get("per_page", 30)), 100)

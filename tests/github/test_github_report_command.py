@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,9 +12,11 @@ from typing import Any
 
 import pytest
 from fake_github import Answer, FakeGitHub
+from gate_cli import check, script
 from github_env import HEAD_SHA, actions_environment
 
 from repro_gate import validation
+from repro_gate.render import markdown
 
 OTHER_SHA = "f" * 40
 
@@ -26,6 +30,8 @@ def write_manifest(tmp_path: Path, manifest: dict[str, Any]) -> Path:
 def repro_gate(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """Run the console entry point in a fresh process with exactly this environment."""
     base = {"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"}
+    if "PYTHONPATH" in os.environ:  # the checkout under test, when it is not installed
+        base["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run(
         [sys.executable, "-m", "repro_gate", "report", *args, "--timeout", "5"],
         env={**base, **env},
@@ -151,3 +157,83 @@ def test_no_token_is_bad_input(
     result = repro_gate(env, "--manifest", str(write_manifest(tmp_path, manifest)))
     assert result.returncode == 2
     assert "no GitHub token" in result.stderr
+
+
+def fork_workflow_run_env(tmp_path: Path, github: FakeGitHub) -> dict[str, str]:
+    """A `workflow_run` of a fork's pull request: GitHub lists no pull request in it."""
+    env = workflow_run_env(tmp_path, github)
+    payload = json.loads(Path(env["GITHUB_EVENT_PATH"]).read_text(encoding="utf-8"))
+    payload["workflow_run"].update(
+        pull_requests=[],
+        head_branch="faster-loader",
+        head_repository={"full_name": "contributor/trainer", "owner": {"login": "contributor"}},
+    )
+    Path(env["GITHUB_EVENT_PATH"]).write_text(json.dumps(payload), encoding="utf-8")
+    return env
+
+
+def test_a_forks_pull_request_is_found_by_its_head(
+    tmp_path: Path, github: FakeGitHub, manifest: dict[str, Any]
+) -> None:
+    github.add_pull(41, "octo-org:faster-loader", OTHER_SHA)  # same branch name, not the fork's
+    github.add_pull(42, "contributor:faster-loader", HEAD_SHA)
+    path = write_manifest(tmp_path, manifest)
+    result = repro_gate(fork_workflow_run_env(tmp_path, github), "--manifest", str(path))
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("check run created, status skipped, comment created")
+    (lookup,) = github.requests_to("GET", "/pulls$")
+    assert lookup.query["head"] == "contributor:faster-loader"
+    assert list(github.comments) == [42]
+    assert json.loads(path.read_text(encoding="utf-8"))["reporting"]["pull_request"] == 42
+
+
+def test_a_fork_whose_head_moved_on_gets_nothing_posted(
+    tmp_path: Path, github: FakeGitHub, manifest: dict[str, Any]
+) -> None:
+    github.add_pull(42, "contributor:faster-loader", OTHER_SHA)  # pushed again since the run
+    path = write_manifest(tmp_path, manifest)
+    result = repro_gate(fork_workflow_run_env(tmp_path, github), "--manifest", str(path))
+
+    assert result.returncode == 2
+    assert result.stderr == (
+        "repro-gate: error: not posting: pull request #42 from contributor:faster-loader is now"
+        f" at {OTHER_SHA[:12]}, not {HEAD_SHA[:12]} that the gate ran on\n"
+    )
+    assert [seen.method for seen in github.seen] == ["GET"]
+    assert github.check_runs == {} and github.comments == {}
+
+
+def test_a_fork_without_an_open_pull_request_gets_nothing_posted(
+    tmp_path: Path, github: FakeGitHub, manifest: dict[str, Any]
+) -> None:
+    path = write_manifest(tmp_path, manifest)
+    result = repro_gate(fork_workflow_run_env(tmp_path, github), "--manifest", str(path))
+
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "no open pull request from contributor:faster-loader in octo-org/trainer" in (
+        result.stderr)
+    assert github.check_runs == {} and github.comments == {}
+
+
+def test_markdown_previews_what_would_be_posted_without_github(project: Path) -> None:
+    gate = check(project, "--no-cost", *script("deterministic.py"))
+    assert gate.exit_code == 0, gate.stdout + gate.stderr
+    path = project / "repro-gate-out" / "manifest.json"
+    before = path.read_bytes()
+
+    result = repro_gate({}, "--manifest", str(path), "--markdown")  # no token, no GITHUB_*
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    _, *parts = re.split(r"^## (.+)\n\n", result.stdout, flags=re.MULTILINE)
+    headings, (comment, title, summary, job) = parts[0::2], parts[1::2]
+    assert headings == ["Pull request comment", "Check run title", "Check run summary",
+                        "Job summary"]
+    manifest = json.loads(before)
+    assert comment.rstrip().endswith("<!-- repro-gate:repro-gate -->")
+    assert title.strip() == markdown.title(manifest) == "bit-for-bit reproducible"
+    assert summary.startswith("### ✅ repro-gate: bit-for-bit reproducible")
+    assert "**Reasons**" in job
+    assert path.read_bytes() == before  # nothing recorded: nothing was posted

@@ -19,7 +19,7 @@ from repro_gate import fingerprint, manifest
 from repro_gate.compare.runs import check_something_compared, compare_runs, empty_comparison
 from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError, one_line
-from repro_gate.gate import cost_plan, runs, verdict
+from repro_gate.gate import cost_plan, evidence, runs, verdict
 from repro_gate.gate.collect import Sources
 from repro_gate.gate.localise import localise
 from repro_gate.gate.record import GateState, assemble, deterministic, now
@@ -81,6 +81,8 @@ def _run_gate(
         localise(config, launcher, state, comparison,
                  lambda spec: _execute(config, launcher, spec, sink_for))
         if not state.strict_stop:
+            state.evidence = evidence.gather(config.command, deterministic(state.records))
+            evidence.check(state.evidence, comparison)
             check_something_compared(comparison)
     except GateError as error:
         state.error = error
@@ -205,6 +207,7 @@ def execute_runs(
         record = _execute(config, launcher, spec, sink_for)
         state.records.append(record)
         _check_run(record, state, config.timeout)
+        evidence.check_run(record, config.command)
         if state.strict_stop or record.stopped == "divergence":
             return
     if not config.cost.enabled:

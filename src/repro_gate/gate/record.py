@@ -13,6 +13,7 @@ from repro_gate.errors import GateError
 from repro_gate.gate import verdict
 from repro_gate.gate.cost import cost_of_determinism
 from repro_gate.gate.cost_plan import plan
+from repro_gate.gate.evidence import Evidence, qualify
 from repro_gate.gate.runs import RunRecord
 from repro_gate.probe import COST_FILE, read_json
 
@@ -28,6 +29,7 @@ class GateState:
     host_fingerprint: dict[str, Any] = field(default_factory=dict)
     strict_stop: bool = False
     error: GateError | None = None
+    evidence: Evidence | None = None  # once the runs were compared
 
 
 def deterministic(records: list[RunRecord]) -> list[RunRecord]:
@@ -128,7 +130,9 @@ def assemble(
         reasons = verdict.failures(comparison, strict)
         outcome = verdict.FAIL if reasons else verdict.PASS
         if not reasons:
-            reasons = verdict.successes(comparison, len(deterministic(state.records)))
+            applied = state.evidence is None or state.evidence.probe_loaded
+            reasons = verdict.successes(comparison, len(deterministic(state.records)), applied)
+        reasons = qualify(reasons, state.evidence)
         outcome, reasons = verdict.with_budget(outcome, reasons, cost)
     document = {
         **manifest.header(config.name, started_at, now()),
@@ -143,6 +147,8 @@ def assemble(
         "cost": cost,
         "noise_floor": noise_floor(state.records),
     }
+    if state.evidence is not None and state.error is None:
+        document["evidence"] = state.evidence.to_manifest()
     document.update(sections)
     return document
 

@@ -81,8 +81,12 @@ def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> li
     return found
 
 
-def successes(comparison: dict[str, Any], compared_runs: int) -> list[Reason]:
-    """What was shown equal, saying whether bitwise or within tolerance."""
+def successes(
+    comparison: dict[str, Any], compared_runs: int, deterministic: bool = True
+) -> list[Reason]:
+    """What was shown equal, saying whether bitwise or within tolerance (and `deterministic`
+    runs only when the probe applied determinism)."""
+    runs = f"{compared_runs} deterministic runs" if deterministic else f"{compared_runs} runs"
     steps = comparison["trajectory"]["steps_compared"]
     items = comparison["artifacts"]
     what = f"{steps} steps and {len(items)} artifacts" if steps else f"{len(items)} artifacts"
@@ -90,8 +94,8 @@ def successes(comparison: dict[str, Any], compared_runs: int) -> list[Reason]:
     divergence = comparison.get("first_divergence")
     if not within and not divergence:
         return [reason(BITWISE_EQUAL,
-                       f"{compared_runs} deterministic runs are bitwise equal: {what}")]
-    parts = [f"{compared_runs} deterministic runs agree within tolerance on {what}"]
+                       f"{runs} are bitwise equal: {what}")]
+    parts = [f"{runs} agree within tolerance on {what}"]
     if within:
         bounds = ", ".join(f"{k}={v:g}" for k, v in within[0].get("tolerance", {}).items())
         parts.append(f"not bitwise: {', '.join(a['path'] for a in within)} ({bounds})")

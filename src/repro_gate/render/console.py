@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from repro_gate.fingerprint import diff_lines
-from repro_gate.render import cost_text
+from repro_gate.render import cost_text, observed
 from repro_gate.render.diagnosis import facts
 
 HEADLINES = {
@@ -24,6 +24,8 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
     headline = HEADLINES[manifest["verdict"]]
     if cost_text.over_budget_only(manifest):
         headline = OVER_BUDGET_HEADLINE
+    if observed.of_manifest(manifest):
+        headline += f", {observed.of_manifest(manifest)}"
     lines = [f"repro-gate: {headline}"]
     lines += [f"  {r['message']}" for r in manifest["reasons"]]
     if error_detail:

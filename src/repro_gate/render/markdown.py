@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from repro_gate.render import observed
 from repro_gate.render.cost_text import over_budget_only
 from repro_gate.render.diagnosis import explain, headline
 from repro_gate.render.markdown_cost import budget_limit, cost_details, cost_sentence, cost_title
@@ -32,6 +33,7 @@ from repro_gate.render.markdown_text import (
 
 CHECK_TEXT_LIMIT = 65_535  # check-run output.summary and output.text
 COMMENT_LIMIT = 65_536  # issue comment body
+TITLE_LIMIT = 200  # the longest title: one_line's default
 
 VERDICT_ICONS = {"pass": "✅", "fail": "❌", "error": "⚠️"}
 FORK_NOTE = (
@@ -46,7 +48,16 @@ def comment_marker(gate: str) -> str:
 
 
 def title(manifest: Mapping[str, Any]) -> str:
-    """One line: the verdict in words and its most useful number."""
+    """One line: the verdict in words and its most useful number, and what it rests on when
+    the runs were not observed step by step."""
+    words = observed.of_manifest(manifest)
+    if not words:
+        return _title(manifest)
+    suffix = f" · {words}"  # kept whole: the verdict's words are cut to make room
+    return one_line(_title(manifest), TITLE_LIMIT - len(suffix)) + suffix
+
+
+def _title(manifest: Mapping[str, Any]) -> str:
     verdict = manifest.get("verdict")
     comparison = as_mapping(manifest.get("comparison"))
     cost = cost_title(manifest)

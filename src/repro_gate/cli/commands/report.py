@@ -2,7 +2,12 @@
 
 Made for the fork-safe pattern: the `pull_request` job runs the gate with a read-only token and
 uploads the manifest; a trusted `workflow_run` job downloads it and runs this command, which
-takes the pull request and head SHA from the `workflow_run` payload (or `--pr`/`--sha`).
+takes the pull request and head SHA from the `workflow_run` payload (or `--pr`/`--sha`). For a
+fork the payload lists no pull request: it is looked up by the run's head repository and branch,
+and nothing is posted unless its head is still the run's `head_sha`.
+
+`--markdown` prints instead what would be posted (the comment, the check run's title and
+summary) and the job summary, locally: no token, no request.
 """
 
 from __future__ import annotations
@@ -19,13 +24,18 @@ from typing import Any
 from repro_gate import manifest as manifest_file
 from repro_gate.config import ReportConfig, recorded_section
 from repro_gate.errors import GateError, ReportInputError
+from repro_gate.publish.actions import fit_summary
 from repro_gate.publish.github.client import RetryPolicy
 from repro_gate.publish.github.event import context_from_environment
+from repro_gate.publish.github.pulls import pull_request_for_head
 from repro_gate.publish.github.reporter import (
+    GATE_RENDERING,
     GitHubReporter,
+    as_posted,
     client_from_environment,
     token_from_environment,
 )
+from repro_gate.render.markdown import summary_markdown
 
 EXIT_REPORTED = 0
 # A failed report is an error, not a verdict: exit 1 is kept for "not reproducible".
@@ -44,6 +54,12 @@ def add_parser(subparsers: Any, name: str) -> None:
         ),
     )
     parser.add_argument("--manifest", required=True, type=Path, help="manifest.json of the run")
+    parser.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print the PR comment, the check run's title and summary and the job summary"
+        " instead of posting them (needs no token, sends nothing)",
+    )
     parser.add_argument("--sha", help="commit to report on (default: from the event)")
     parser.add_argument("--pr", type=int, help="pull request number (default: from the event)")
     parser.add_argument("--repo", help="OWNER/NAME (default: GITHUB_REPOSITORY)")
@@ -59,6 +75,9 @@ def add_parser(subparsers: Any, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Post the manifest; record the outcome in its `reporting` section."""
     manifest = manifest_file.read(args.manifest)
+    if args.markdown:
+        print(preview(manifest), end="")
+        return EXIT_REPORTED
     environ = os.environ
     token = token_from_environment(environ)
     if not token:
@@ -82,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
     recorded = recorded_section(manifest.get("config"), "report", str(args.manifest))
     settings = ReportConfig(**recorded)
     client = client_from_environment(environ, token, RetryPolicy(budget=args.timeout))
+    if context.pull_request is None and context.head_label and context.repository and context.sha:
+        number = pull_request_for_head(client, context.repository, context.head_label, context.sha)
+        context = dataclasses.replace(context, pull_request=number)
     reporter = GitHubReporter.for_context(str(manifest["gate"]), settings, context, client)
     if not reporter.active:
         raise ReportInputError(f"nothing to report on: {reporter.inactive_reason}; see --help")
@@ -101,3 +123,16 @@ def run(args: argparse.Namespace) -> int:
     # Deferred here means the token could not write: in the trusted job that is a failure.
     return EXIT_REPORTED if section["ok"] and not section["deferred"] else EXIT_REPORTING_FAILED
 
+
+
+def preview(manifest: dict[str, Any]) -> str:
+    """The texts GitHub would show, each under its heading, as the publishers render them."""
+    run_url = (manifest.get("reporting") or {}).get("run_url")
+    posted = as_posted(manifest, run_url if isinstance(run_url, str) else None)
+    sections = (
+        ("Pull request comment", GATE_RENDERING.comment(posted)),
+        ("Check run title", GATE_RENDERING.title(posted) + "\n"),
+        ("Check run summary", GATE_RENDERING.summary(posted)),
+        ("Job summary", fit_summary(summary_markdown(manifest))),
+    )
+    return "\n".join(f"## {heading}\n\n{text.rstrip()}\n" for heading, text in sections)

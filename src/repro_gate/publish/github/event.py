@@ -2,7 +2,9 @@
 
 On `pull_request` events `GITHUB_SHA` is GitHub's temporary merge commit, so the head SHA comes
 from the event payload; on `workflow_run` (the trusted job that posts results for forks) the
-commit and pull request come from the `workflow_run` object of the payload.
+commit and pull request come from the `workflow_run` object of the payload (for a fork, whose
+`pull_requests` list is empty, its head repository and branch find the pull request:
+`pulls.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class EventContext:
     fork: bool  # a `pull_request` from a fork: GitHub gives it a read-only token
     run_url: str | None
     workspace: Path | None
+    # `workflow_run`: "owner:branch" of the run's head, to find a fork's pull request by
+    head_label: str | None = None
 
 
 def read_event_payload(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -48,6 +52,7 @@ def context_from_environment(environ: Mapping[str, str]) -> EventContext:
     sha = environ.get("GITHUB_SHA") or None
     pull_request = None
     fork = False
+    head_label = None
     if event_name in PULL_REQUEST_EVENTS:
         pr = _mapping(payload.get("pull_request"))
         sha = _text(_mapping(pr.get("head")).get("sha")) or sha
@@ -60,6 +65,7 @@ def context_from_environment(environ: Mapping[str, str]) -> EventContext:
         prs = run.get("pull_requests")
         if isinstance(prs, list) and prs:
             pull_request = _number(_mapping(prs[0]).get("number"))
+        head_label = _head_label(run)
     repository = environ.get("GITHUB_REPOSITORY") or None
     workspace = environ.get("GITHUB_WORKSPACE")
     return EventContext(
@@ -70,6 +76,7 @@ def context_from_environment(environ: Mapping[str, str]) -> EventContext:
         fork=fork,
         run_url=run_url(environ),
         workspace=Path(workspace) if workspace else None,
+        head_label=head_label,
     )
 
 
@@ -81,6 +88,15 @@ def run_url(environ: Mapping[str, str]) -> str | None:
         return None
     server = environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
     return f"{server}/{repository}/actions/runs/{run_id}"
+
+
+def _head_label(run: Mapping[str, Any]) -> str | None:
+    """"owner:branch" of a `workflow_run`'s head (a fork's, for a fork's pull request)."""
+    branch = _text(run.get("head_branch"))
+    repository = _mapping(run.get("head_repository"))
+    owner = _text(_mapping(repository.get("owner")).get("login"))
+    owner = owner or (_text(repository.get("full_name")) or "").partition("/")[0]
+    return f"{owner}:{branch}" if owner and branch else None
 
 
 def _is_fork(pr: Mapping[str, Any]) -> bool:

@@ -60,6 +60,11 @@ class Rendering:
 GATE_RENDERING = Rendering()
 
 
+def as_posted(manifest: Mapping[str, Any], run_url: str | None) -> dict[str, Any]:
+    """The manifest as the posted texts render it: with its run's link, no longer deferred."""
+    return {**manifest, "reporting": {"run_url": run_url, "deferred": False}}
+
+
 def token_from_environment(environ: Mapping[str, str]) -> str | None:
     """The action input `github-token` (hyphen kept by the runner), else GITHUB_TOKEN."""
     for name in TOKEN_VARIABLES:
@@ -201,7 +206,7 @@ class GitHubReporter:
         section = self._section()
         if context.fork:
             return self._deferred(section, "pull request from a fork: the token is read-only")
-        preview = {**manifest, "reporting": {"run_url": context.run_url, "deferred": False}}
+        preview = as_posted(manifest, context.run_url)
         refused: list[str] = []  # channels that got "Resource not accessible by integration"
         wrote = False
 

@@ -172,9 +172,10 @@ def seeds_set(config: Config, runs: dict[str, dict[str, Any]], record: Any, *,
     """Seeding is the training's job: pass when it seeds torch before its first parameter (or
     the gate was asked to seed, which the detail says); warn on what stays unseeded."""
     title = "seeds set"
-    by_gate = f"seeded by the gate (seed {config.seed}): outside the gate the training is not"
     if config.seed is not None:
-        return Item("seeds", "random", title, "pass", by_gate)
+        return Item("seeds", "random", title, "pass",
+                    f"seeded by the gate (seed {config.seed}): the `to reproduce outside the"
+                    " gate` lines of the report seed it the same way")
     if static:
         return Item("seeds", "random", title, "deferred",
                     f"{DEFERRED}: the gate seeds nothing, the training must seed itself")

@@ -19,7 +19,7 @@ def gate_seed_note(manifest: Mapping[str, Any]) -> str:
     seed = config.get("seed") if isinstance(config, Mapping) else None
     if not isinstance(seed, int) or isinstance(seed, bool):
         return ""
-    return f"seeded by the gate (seed {seed}): outside the gate the training is not seeded"
+    return f"seeded by the gate (seed {seed})"
 
 
 def reproduce(manifest: Mapping[str, Any]) -> list[str] | None:

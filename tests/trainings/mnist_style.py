@@ -6,7 +6,6 @@ global generator: run twice without seeding, the checkpoints differ.
 """
 
 import torch
-
 from tiny import run_dir_path
 
 

@@ -56,7 +56,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--vocab", type=int, default=1000, help="embedding rows")
     parser.add_argument("--image-size", type=int, default=16, help="side of the square images")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    parser.add_argument("--seed", type=int, default=None, help="default: the gate's seed ($REPRO_GATE_SEED) when it has one, else 0")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="default: the gate's seed ($REPRO_GATE_SEED) when it has one, else 0")
     parser.add_argument(
         "--out", type=Path, default=None, help="default: $REPRO_GATE_RUN_DIR, else the cwd"
     )

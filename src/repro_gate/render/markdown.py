@@ -136,7 +136,7 @@ def reproduce_markdown(manifest: Mapping[str, Any]) -> str:
     lines = seeding_text.reproduce(manifest)
     if lines is None:
         return ""
-    heading = f"**{seeding_text.REPRODUCE_HEADING[0].upper()}{seeding_text.REPRODUCE_HEADING[1:]}:**"
+    heading = f"**{seeding_text.REPRODUCE_HEADING.capitalize()}:**"
     if not lines:
         return f"{heading} {seeding_text.NOTHING_TO_ADD}."
     return heading + "\n\n```\n" + "\n".join(lines) + "\n```"

@@ -204,20 +204,7 @@ class Probe:
 
     def _on_torch_imported(self, torch: ModuleType) -> None:
         self._torch = torch
-        if self.deterministic:
-            try:
-                self.seeding.seed_torch(torch)
-                torch.use_deterministic_algorithms(True, warn_only=not self.strict)
-                torch.backends.cudnn.deterministic = True
-                torch.backends.cudnn.benchmark = False
-                self.seeding.gate_applied("use_deterministic_algorithms", "cudnn_deterministic",
-                                          "cudnn_benchmark")
-            except Exception as error:
-                self._error(f"deterministic setup: {error!r}")
-        try:
-            self.seeding.watch_torch(torch)
-        except Exception as error:
-            self._error(f"watching torch's seeding: {error!r}")
+        self.seeding.on_torch_imported(torch, self.deterministic, self.strict)
         if not self._is_mine():
             return
         # Every process watches: which of them steps (and so records) is known only later.
@@ -375,8 +362,7 @@ class Probe:
         if self._fingerprint is not None:
             try:
                 collected = self._fingerprint.collect()
-                if isinstance(collected.get("random"), dict):
-                    collected["random"]["seeding"] = self.seeding.as_json()
+                (collected.get("random") or {})["seeding"] = self.seeding.as_json()
                 self._write_json(FINGERPRINT_FILE, collected)
             except Exception as error:
                 self._error(f"collecting the fingerprint: {error!r}")

@@ -5,11 +5,13 @@ training's own seeding calls are watched: `random.seed`, `numpy.random.seed`, a 
 `numpy.random.default_rng`, `torch.manual_seed`, `torch.cuda.manual_seed(_all)` (Lightning's
 `seed_everything` and transformers' `set_seed` end in these). Each is wrapped at module level,
 calls through unchanged and returns what it returned; the call site is the first frame outside
-torch, numpy and the probe. `torch.Generator` is an immutable C type: a seeded generator is seen
-where a DataLoader is built with it (_repro_gate_fingerprint). The first parameter's creation is
-seen through torch's global parameter registration hook (never a hook on the user's objects),
-which is removed once it has fired. The determinism settings the gate applies are watched the
-same way (`torch.use_deterministic_algorithms`, the cuDNN flags' setters); for the variables
+torch, numpy and the probe. `torch.Generator` is an immutable C type whose `manual_seed` cannot
+be wrapped: its seeding is not recorded (a DataLoader's `generator` is, by
+_repro_gate_fingerprint). The first parameter's creation is
+seen through torch's global parameter registration hook (never a hook on the user's objects);
+it stays registered, returning at once after the first parameter (removing it while torch
+iterates its hooks would break a training that registered one of its own). The determinism
+settings the gate applies are watched the same way (`torch.use_deterministic_algorithms`, the cuDNN flags' setters); for the variables
 the gate sets, REPRO_GATE_USER_ENV tells what the user's environment had before.
 
 Standard library only; torch and numpy are handed in once the training imported them.
@@ -53,7 +55,6 @@ class Seeding:
         self._set_by_training: set[str] = set()
         self._gate_applied: set[str] = set()
         self.first_parameter: dict[str, Any] | None = None
-        self._handle: Any = None
         self._local = threading.local()  # depth of wrapped calls: inner ones are not the user's
         self._lock = threading.Lock()
         self._user_env = _read_user_env(on_error)
@@ -72,8 +73,23 @@ class Seeding:
         if self.gate_seed is not None:
             torch.manual_seed(self.gate_seed)
 
-    def gate_applied(self, *settings: str) -> None:
-        self._gate_applied.update(settings)
+    def on_torch_imported(self, torch: Any, deterministic: bool, strict: bool) -> None:
+        """In a deterministic run, the gate's seed (if any) and determinism settings; in every
+        run, the watch on the training's own seeding and settings from here on."""
+        if deterministic:
+            try:
+                self.seed_torch(torch)
+                torch.use_deterministic_algorithms(True, warn_only=not strict)
+                torch.backends.cudnn.deterministic = True
+                torch.backends.cudnn.benchmark = False
+                self._gate_applied.update(("use_deterministic_algorithms", "cudnn_deterministic",
+                                           "cudnn_benchmark"))
+            except Exception as error:
+                self._on_error(f"deterministic setup: {error!r}")
+        try:
+            self.watch_torch(torch)
+        except Exception as error:
+            self._on_error(f"watching torch's seeding: {error!r}")
 
     # ----- watching the training --------------------------------------------------------
 
@@ -96,7 +112,7 @@ class Seeding:
         for name in ("deterministic", "benchmark"):
             self._watch_property(vars(cudnn_type).get(name), f"cudnn_{name}")
         registration = torch.nn.modules.module.register_module_parameter_registration_hook
-        self._handle = registration(self._on_parameter)
+        registration(self._on_parameter)
 
     def _wrap(self, owner: Any, name: str, call: str) -> None:
         original = getattr(owner, name, None)
@@ -178,8 +194,6 @@ class Seeding:
                 "torch_seeded_before": self.gate_seed is not None or any(
                     c["generator"] == "torch" for c in self._calls.values()),
             }
-            if self._handle is not None:
-                self._handle.remove()
         except Exception as error:
             self._on_error(f"recording the first parameter: {error!r}")
 

@@ -7,11 +7,11 @@ training's own seeding calls are watched: `random.seed`, `numpy.random.seed`, a 
 calls through unchanged and returns what it returned; the call site is the first frame outside
 torch, numpy and the probe. `torch.Generator` is an immutable C type whose `manual_seed` cannot
 be wrapped: its seeding is not recorded (a DataLoader's `generator` is, by
-_repro_gate_fingerprint). The first parameter's creation is
-seen through torch's global parameter registration hook (never a hook on the user's objects);
-it stays registered, returning at once after the first parameter (removing it while torch
-iterates its hooks would break a training that registered one of its own). The determinism
-settings the gate applies are watched the same way (`torch.use_deterministic_algorithms`, the cuDNN flags' setters); for the variables
+_repro_gate_fingerprint). The first parameter's creation is seen through torch's global
+parameter registration hook (never a hook on the user's objects); it stays registered, returning
+at once after the first parameter (removing it while torch iterates its hooks would break a
+training that registered one of its own). The determinism settings the gate applies are watched
+the same way (`torch.use_deterministic_algorithms`, the cuDNN flags' setters); for the variables
 the gate sets, REPRO_GATE_USER_ENV tells what the user's environment had before.
 
 Standard library only; torch and numpy are handed in once the training imported them.

@@ -34,17 +34,28 @@ def test_deterministic_script_passes_bitwise(project: Path) -> None:
     assert "PASS" in result.stdout and "cost of determinism" in result.stdout
 
 
-def test_unseeded_script_passes_because_the_gate_seeds_it(project: Path) -> None:
+def test_unseeded_script_fails_because_the_gate_no_longer_seeds_it(project: Path) -> None:
     result = check(project, *script("unseeded.py"))
+    assert result.exit_code == 1, result.stdout + result.stderr
+    manifest = result.manifest
+    assert manifest["verdict"] == "fail"
+    assert manifest["reasons"][0]["message"] == (
+        "the initial parameters differ between runs A and B: torch was never seeded: add"
+        " `torch.manual_seed(0)` before tiny.py:11, where the first parameter is created")
+    # model.pt was written into the working directory and moved into each run's folder.
+    assert not (project / "model.pt").exists()
+
+
+def test_unseeded_script_passes_when_the_gate_is_asked_to_seed_it(project: Path) -> None:
+    result = check(project, "--seed", "0", *script("unseeded.py"))
     assert result.exit_code == 0, result.stdout + result.stderr
     manifest = result.manifest
     assert manifest["verdict"] == "pass"
-    # model.pt was written into the working directory and moved into each run's folder.
-    assert not (project / "model.pt").exists()
+    assert "  seeded by the gate (seed 0)" in result.stdout.splitlines()
     runs = {r["name"]: r for r in manifest["runs"]}
     assert runs["A"]["artifacts"][0]["path"] == "model.pt"
     assert runs["A"]["artifacts"][0]["sha256"] == runs["B"]["artifacts"][0]["sha256"]
-    # The cost run seeds nothing, so its checkpoint comes from a different random init.
+    # The cost run is never seeded, so its checkpoint comes from a different random init.
     assert runs["cost"]["artifacts"][0]["sha256"] != runs["A"]["artifacts"][0]["sha256"]
 
 
@@ -124,8 +135,9 @@ def test_tolerance_turns_a_small_difference_into_a_pass(project: Path) -> None:
 
 
 def test_noise_floor_compares_two_default_mode_runs(project: Path) -> None:
-    # Unseeded, the default-mode runs start from different weights: they differ from step 1.
-    noisy = check(project, "--noise-floor", *script("unseeded.py")).manifest
+    # Seeded by the gate only, the default-mode runs start from different weights: they
+    # differ from step 1.
+    noisy = check(project, "--noise-floor", "--seed", "0", *script("unseeded.py")).manifest
     assert [r["name"] for r in noisy["runs"]] == ["A", "B", "cost", "default", "default2"]
     assert noisy["noise_floor"] == {"first_divergent_step": 1, "steps_compared": 1,
                                     "runs": ["default", "default2"]}

@@ -149,11 +149,12 @@ def test_user_env_reaches_the_training(project: Path) -> None:
     runs = {r["name"]: r for r in result.manifest["runs"]}
     assert runs["A"]["artifacts"][0]["path"] == "env.json"
     seen = json.loads((project / "repro-gate-out/runs/A/env.json").read_text())
-    assert seen == {"MY_FLAG": "on", "PYTHONHASHSEED": "7", "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
+    # PYTHONHASHSEED=0 is a determinism setting the gate applies whatever `seed` is.
+    assert seen == {"MY_FLAG": "on", "PYTHONHASHSEED": "0", "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
                     "REPRO_GATE_MODE": "deterministic"}
     # The cost run sets what cannot be switched at run time for both of its arms.
     cost = json.loads((project / "repro-gate-out/runs/cost/env.json").read_text())
-    assert cost == {"MY_FLAG": "on", "PYTHONHASHSEED": "7", "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
+    assert cost == {"MY_FLAG": "on", "PYTHONHASHSEED": "0", "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
                     "REPRO_GATE_MODE": "cost"}
     default = json.loads((project / "repro-gate-out/runs/default/env.json").read_text())
     assert default["REPRO_GATE_MODE"] == "default"

@@ -92,7 +92,7 @@ def test_sloppy_project_lines(tmp_path: Path) -> None:
     done = doctor(repo)
     assert done.returncode == 1
     lines = done.stdout.splitlines()
-    assert lines[0] == "repro-gate doctor: 2 pass, 1 warn, 4 fail, 5 checked during a run"
+    assert lines[0] == "repro-gate doctor: 1 pass, 1 warn, 4 fail, 6 checked during a run"
     assert ("FAIL     env      image pinned by digest: pytorch/pytorch:latest is a tag: it can"
             " point at another image tomorrow") in lines
     fix_index = lines.index("FAIL     random   cuBLAS workspace configured: `env` sets"
@@ -101,6 +101,9 @@ def test_sloppy_project_lines(tmp_path: Path) -> None:
         "fix: set CUBLAS_WORKSPACE_CONFIG=:4096:8 (or :16:8) in `env:`")
     assert ("DEFERRED random   DataLoader workers seeded: checked during `repro-gate check`"
             in lines)
+    # No `seed` configured: the gate seeds nothing, so whether the training does is seen in a run.
+    assert ("DEFERRED random   seeds set: checked during `repro-gate check`: the gate seeds"
+            " nothing, the training must seed itself") in lines
 
 
 def test_packages_checked_against_the_lock_for_local_runs(tmp_path: Path) -> None:

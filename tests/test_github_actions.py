@@ -253,6 +253,14 @@ def test_action_inputs_become_config_overrides() -> None:
     assert overrides_from_inputs({"INPUT_GPUS": "none"}) == {"gpus": "none"}
 
 
+def test_the_seed_input_is_an_opt_in() -> None:
+    """Empty (the default): no `seed` key, so the gate seeds nothing; a number: the gate seeds."""
+    assert "seed" not in overrides_from_inputs({"INPUT_SEED": ""})
+    assert overrides_from_inputs({"INPUT_SEED": " 3 "}) == {"seed": 3}
+    with pytest.raises(ConfigError, match=r"^input seed: must be a number, got 'zero'$"):
+        overrides_from_inputs({"INPUT_SEED": "zero"})
+
+
 def test_a_bad_input_is_one_clear_line() -> None:
     with pytest.raises(ConfigError, match=r"^input timeout: must be a number, got 'soon'$"):
         overrides_from_inputs({"INPUT_TIMEOUT": "soon"})

@@ -83,3 +83,13 @@ def test_flags_win_over_the_file(tmp_path: Path) -> None:
     assert loaded.seed == 9
     assert loaded.cost.warmup == 1
     assert loaded.name == "lm"
+
+
+def test_seed_is_an_opt_in_absent_or_null_by_default(tmp_path: Path) -> None:
+    """The gate seeds nothing unless `seed` is set: absent and null both mean none."""
+    assert config.load(None, {}, tmp_path).seed is None
+    assert "seed" not in config.load(None, {}, tmp_path).as_document()
+    (tmp_path / ".repro-gate.yml").write_text("seed: null\n")
+    assert config.load(None, {}, tmp_path).seed is None
+    args = build_parser().parse_args(["check", "--seed", "3"])
+    assert config.load(None, overrides.from_flags(args), tmp_path).seed == 3

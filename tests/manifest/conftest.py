@@ -10,5 +10,5 @@ from manifest_docs import load_current
 
 @pytest.fixture
 def manifest_current() -> dict[str, Any]:
-    """A failing run's manifest, valid against the current schema (version 3)."""
+    """A failing run's manifest, valid against the current schema (version 4)."""
     return load_current()

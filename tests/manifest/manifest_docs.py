@@ -1,5 +1,5 @@
-"""Manifest documents for the tests: a real-shaped current one (version 3), and the versions 2
-and 1 it came from."""
+"""Manifest documents for the tests: a real-shaped current one (version 4), and the versions 3,
+2 and 1 it came from."""
 
 from __future__ import annotations
 
@@ -9,19 +9,31 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST_FAIL = Path(__file__).parent.parent / "github" / "data" / "manifest-fail.json"
+# The same failing run as a version 3 gate wrote it (it seeded every run, recorded no seeding).
+MANIFEST_V3 = Path(__file__).parent / "data" / "manifest-v3.json"
 
 # Sections version 1 only reserved (free-form objects); no version 1 gate wrote them.
 V1_UNWRITTEN = ("fingerprint", "checklist", "environment_diff", "reporting", "metrics")
 
 
 def load_current() -> dict[str, Any]:
-    """A failing run's manifest, valid against the current schema (version 3)."""
+    """A failing run's manifest, valid against the current schema (version 4)."""
     return copy.deepcopy(json.loads(MANIFEST_FAIL.read_text(encoding="utf-8")))
+
+
+def as_v3(document: dict[str, Any]) -> dict[str, Any]:
+    """What a version 3 gate wrote for the same run: no record of who seeded."""
+    old = copy.deepcopy(document)
+    old["schema_version"] = 3
+    random = (old.get("fingerprint") or {}).get("random")
+    if isinstance(random, dict):
+        random.pop("seeding", None)
+    return old
 
 
 def as_v2(document: dict[str, Any]) -> dict[str, Any]:
     """What a version 2 gate wrote for the same run: its cost compared separate processes."""
-    old = copy.deepcopy(document)
+    old = as_v3(document)
     old["schema_version"] = 2
     cost = old.get("cost")
     if cost is not None:

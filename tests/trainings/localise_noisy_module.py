@@ -15,6 +15,8 @@ import sys
 
 import torch
 
+torch.manual_seed(0)  # the training seeds itself; the gate does not
+
 VARIANT = sys.argv[1] if len(sys.argv) > 1 else "plain"
 NOISE_FROM_STEP = 3
 step = 0

@@ -3,6 +3,8 @@
 import torch
 from tiny import run_dir_path, train
 
+torch.manual_seed(0)  # the training seeds itself; the gate does not
+
 
 def mask_first_weights(step, model):
     with torch.no_grad():

@@ -19,7 +19,9 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--workdir", help="directory the command runs in")
     run.add_argument("-a", "--artifacts", action="append", metavar="GLOB",
                      help="glob of files to compare (repeatable)")
-    run.add_argument("--seed", type=int, help="seed applied in deterministic mode (default 0)")
+    run.add_argument("--seed", type=int, metavar="N",
+                     help="opt-in: the gate seeds random, numpy and torch with N in the"
+                     " deterministic runs (default: none; seeding is the training's job)")
     run.add_argument("--runs", type=int, help="deterministic runs to compare (default 2)")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="per-run timeout")
     run.add_argument("--env", action="append", metavar="KEY=VALUE",

@@ -200,7 +200,7 @@ class Config:
     name: str = DEFAULT_NAME
     command: Command | None = None  # None: the embedded reference training
     artifacts: tuple[str, ...] = ()  # empty: the default globs
-    seed: int = 0
+    seed: int | None = None  # None: the gate seeds nothing (seeding is the training's job)
     runs: int = 2
     timeout: float | None = None
     env: dict[str, str] = field(default_factory=dict)

@@ -81,6 +81,8 @@ def from_action_inputs(environ: Mapping[str, str]) -> dict[str, Any]:
         values["artifacts"] = split_list(artifacts)
     if runs := action_input(environ, "runs"):
         values["runs"] = _number("input runs", runs, int)
+    if seed := action_input(environ, "seed"):
+        values["seed"] = _number("input seed", seed, int)
     if timeout := action_input(environ, "timeout"):
         values["timeout"] = _number("input timeout", timeout, float)
     if tolerance := action_input(environ, "tolerance"):

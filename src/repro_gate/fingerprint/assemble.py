@@ -7,11 +7,13 @@ from typing import Any
 from repro_gate.config import Config
 from repro_gate.fingerprint.nvml import join_gpus
 from repro_gate.fingerprint.packages import lock_mismatches
+from repro_gate.fingerprint.seeding import seeding
 
 FORMAT_VERSION = 1
 DEFAULT_RUN = "default"  # the cost run: determinism off on purpose, so not the source of flags
 # In-process facts that legitimately differ from run to run.
-VOLATILE_IN_PROCESS = ("dataloaders", "errors", "random.torch_initial_seed")
+VOLATILE_IN_PROCESS = ("dataloaders", "errors", "random.torch_initial_seed",
+                       "random.seeding.calls", "random.seeding.first_parameter")
 
 
 def deterministic_runs(in_process: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:
@@ -109,11 +111,12 @@ def _env(config: Config, runtime: dict[str, Any] | None,
 
 
 def _random(config: Config, runtime: dict[str, Any] | None) -> dict[str, Any]:
+    """`seed` is the gate's (null unless `seed` is set); `seeding` says who seeded what."""
     runtime = runtime or {}
     random = runtime.get("random") or {}
-    seed = random.get("seed")
     return {
-        "seed": seed if seed is not None else config.seed,
+        "seed": config.seed,
+        "seeding": seeding(config, runtime or None),
         "pythonhashseed": random.get("pythonhashseed"),
         "torch_initial_seed": random.get("torch_initial_seed"),
         "flags": runtime.get("flags") or {},

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from repro_gate.config import Config
+from repro_gate.fingerprint import seeding
 from repro_gate.fingerprint.assemble import deterministic_runs
 
 DEFERRED = "checked during `repro-gate check`"
@@ -44,7 +45,7 @@ def evaluate(
         packages_match_lock(env, static=static, in_image=bool(config.container.image)),
         clean_tree(fingerprint.get("code") or {}),
         data_checksummed(fingerprint.get("data") or {}),
-        seeds_set(config, runs, static=static),
+        seeds_set(config, runs, (fingerprint.get("random") or {}).get("seeding"), static=static),
         deterministic_algorithms(runs, static=static),
         cudnn_benchmark_off(runs, static=static),
         cublas_workspace(config, runs, fingerprint, static=static),
@@ -166,21 +167,43 @@ def data_checksummed(data: dict[str, Any]) -> Item:
                 f"{data.get('files', 0)} files, {data.get('bytes', 0)} bytes, sha256 recorded")
 
 
-def seeds_set(config: Config, runs: dict[str, dict[str, Any]], *, static: bool) -> Item:
+def seeds_set(config: Config, runs: dict[str, dict[str, Any]], record: Any, *,
+              static: bool) -> Item:
+    """Seeding is the training's job: pass when it seeds torch before its first parameter (or
+    the gate was asked to seed, which the detail says); warn on what stays unseeded."""
     title = "seeds set"
-    if static:  # the configured seed always has a value (default 0)
+    if config.seed is not None:
         return Item("seeds", "random", title, "pass",
-                    f"seed {config.seed}: the gate seeds python, numpy and torch with it")
-    if not runs:
+                    f"seeded by the gate (seed {config.seed}): the `to reproduce outside the"
+                    " gate` lines of the report seed it the same way")
+    if static:
+        return Item("seeds", "random", title, "deferred",
+                    f"{DEFERRED}: the gate seeds nothing, the training must seed itself")
+    if not runs or not isinstance(record, dict) or record.get("note"):
         return _no_runs("seeds", title)
-    unseeded = [name for name, data in runs.items()
-                if (data.get("random") or {}).get("seed") is None]
-    if unseeded:
-        return Item("seeds", "random", title, "warn",
-                    f"run {', '.join(unseeded)} saw no seed from the gate",
-                    "check that the training runs under the probe (see the run log)")
-    seeds = {(data.get("random") or {}).get("seed") for data in runs.values()}
-    return Item("seeds", "random", title, "pass", f"seed {', '.join(map(str, sorted(seeds)))}")
+    anchor = seeding.unseeded_anchor(record)
+    if anchor is not None:
+        return Item("seeds", "random", title, "warn", _unseeded_detail(record, anchor),
+                    f"add `torch.manual_seed(0)` {_before(anchor)}")
+    calls = record.get("training") or []
+    sites = sorted({f"{c.get('generator')} at {c.get('file')}:{c.get('line')}" for c in calls})
+    detail = "the training seeds " + ", ".join(sites[:4]) + (" …" if len(sites) > 4 else "")
+    others = [g for g in record.get("unseeded") or [] if g != "torch"]
+    if others:  # numpy is imported by torch itself: unseeded, it may well be unused
+        detail += f"; never seeded: {', '.join(others)} (seed them too if the training uses them)"
+    return Item("seeds", "random", title, "pass", detail)
+
+
+def _unseeded_detail(record: dict[str, Any], anchor: dict[str, Any]) -> str:
+    if anchor.get("seeded_late"):
+        return "torch is seeded only after the first parameter was created"
+    return f"never seeded: {', '.join(record.get('unseeded') or [])}"
+
+
+def _before(anchor: dict[str, Any]) -> str:
+    where = f"{anchor['file']}:{anchor['line']}" if anchor.get("line") else anchor.get("file")
+    return f"before {where}, where the first parameter is created" if where else \
+        "before the model is built"
 
 
 def deterministic_algorithms(runs: dict[str, dict[str, Any]], *, static: bool) -> Item:

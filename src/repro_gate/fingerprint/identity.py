@@ -65,6 +65,7 @@ def identity(fingerprint: dict[str, Any]) -> dict[str, Any]:
         },
         "random": {
             "seed": random.get("seed"),
+            "seeded_by_training": seeded_by_training(random.get("seeding")),
             "pythonhashseed": random.get("pythonhashseed"),
             **{key: flags.get(key) for key in FLAG_FIELDS},
             "torch_num_threads": threads.get("torch_num_threads"),
@@ -84,6 +85,14 @@ def identity(fingerprint: dict[str, Any]) -> dict[str, Any]:
             ),
         },
     }
+
+
+def seeded_by_training(seeding: Any) -> str | None:
+    """The generators the training seeds itself, as `numpy, torch`; None when it seeds none
+    (or when that was not recorded)."""
+    calls = seeding.get("training") if isinstance(seeding, dict) else None
+    names = sorted({str(c.get("generator")) for c in calls or [] if isinstance(c, dict)})
+    return ", ".join(names) or None
 
 
 def distributed_identity(distributed: dict[str, Any]) -> dict[str, Any]:

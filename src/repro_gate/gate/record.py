@@ -10,6 +10,7 @@ from repro_gate import fingerprint, manifest
 from repro_gate.compare.trajectory import compare_trajectories
 from repro_gate.config import Config
 from repro_gate.errors import GateError
+from repro_gate.fingerprint.seeding import unseeded_anchor
 from repro_gate.gate import verdict
 from repro_gate.gate.cost import cost_of_determinism
 from repro_gate.gate.cost_plan import plan
@@ -122,6 +123,7 @@ def assemble(
     ops = nondeterministic_ops(state.records)
     attach_op(comparison, ops)
     sections = fingerprint_sections(config, state)  # may record an error: before the verdict
+    attach_unseeded(comparison, sections)
     cost = measure_cost(config, state.records) if config.cost.enabled else None
     if state.error is not None:
         outcome, reasons = verdict.ERROR, [verdict.reason(state.error.kind, state.error.message)]
@@ -151,6 +153,16 @@ def assemble(
         document["evidence"] = state.evidence.to_manifest()
     document.update(sections)
     return document
+
+
+def attach_unseeded(comparison: dict[str, Any], sections: dict[str, Any]) -> None:
+    """A divergence of a training that left torch unseeded (or seeded it after creating its
+    first parameter) names that as its cause: the diagnosis reads `first_divergence.unseeded`."""
+    divergence = comparison.get("first_divergence")
+    record = ((sections.get("fingerprint") or {}).get("random") or {}).get("seeding")
+    anchor = unseeded_anchor(record)
+    if divergence and anchor is not None:
+        divergence["unseeded"] = anchor
 
 
 def fingerprint_sections(config: Config, state: GateState) -> dict[str, Any]:

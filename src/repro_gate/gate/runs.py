@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,6 +14,7 @@ from repro_gate.compare import sha256_file
 from repro_gate.compare.runs import RunSide
 from repro_gate.config import Config
 from repro_gate.errors import ErrorKind, GateError
+from repro_gate.fingerprint.seeding import DETERMINISM_VARIABLES
 from repro_gate.gate import collect as artifacts
 from repro_gate.gate import cost_plan
 from repro_gate.launch import progress
@@ -20,7 +23,6 @@ from repro_gate.launch.shell import shell_argv
 
 REFERENCE_DIR = Path(__file__).parents[1] / "reference"
 REFERENCE_MODULE = "repro_gate_reference"
-CUBLAS_WORKSPACE_CONFIG = ":4096:8"
 COST_RUN_NAME = "cost"  # one process, determinism switched between blocks of steps
 NOISE_FLOOR_RUN_NAMES = ("default", "default2")  # two default-mode runs, compared
 
@@ -130,20 +132,31 @@ def command_argv(
     return argv, [REFERENCE_DIR]
 
 
+def user_environment(config: Config) -> str:
+    """The probe's REPRO_GATE_USER_ENV: each determinism variable's value in the user's own
+    environment (the gate's, then the configured `env`), and the gate's value."""
+    values: dict[str, str | None] = {}
+    for name, value in DETERMINISM_VARIABLES.items():
+        values[name] = config.env.get(name, os.environ.get(name))
+        values[f"gate:{name}"] = value
+    return json.dumps(values, sort_keys=True)
+
+
 def run_environment(config: Config, mode: Mode, max_steps: int) -> dict[str, str]:
     """Variables of the probe contract for one run, then the user's `env` on top."""
     env = {
         probe.ENV_MODE: mode,
-        probe.ENV_SEED: str(config.seed),
         probe.ENV_DETERMINISM: config.determinism,
     }
+    if config.seed is not None and mode == "deterministic":  # opt-in: the gate seeds
+        env[probe.ENV_SEED] = str(config.seed)
     if max_steps > 0:
         env[probe.ENV_MAX_STEPS] = str(max_steps)
     # Read once at start-up, these cannot be switched between the cost run's blocks: both of
     # its arms run with them, so its figure leaves them out (cost.note says so).
     if mode in ("deterministic", "cost"):
-        env["PYTHONHASHSEED"] = str(config.seed)
-        env["CUBLAS_WORKSPACE_CONFIG"] = CUBLAS_WORKSPACE_CONFIG
+        env.update(DETERMINISM_VARIABLES)
+        env[probe.ENV_USER_ENV] = user_environment(config)
     if mode == "cost":
         env[probe.ENV_COST_PLAN] = cost_plan.plan(config.cost).to_env()
     env.update(config.env)

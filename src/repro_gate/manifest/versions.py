@@ -65,9 +65,35 @@ def _from_v2(document: Document) -> Document:
     return upgraded
 
 
+def _from_v3(document: Document) -> Document:
+    """Version 3 -> 4: seeding became the training's job, and the gate records who seeded.
+
+    A version 3 gate seeded every deterministic run itself (with `random.seed`, default 0), and
+    recorded nothing of the training's own seeding: `fingerprint.random.seeding` says so, with
+    that seed as what the gate supplied. Nothing else changed shape.
+    """
+    upgraded = {**document, "schema_version": 4}
+    fingerprint = document.get("fingerprint")
+    if isinstance(fingerprint, dict) and isinstance(fingerprint.get("random"), dict):
+        random = dict(fingerprint["random"])
+        random.setdefault("seeding", _v3_seeding(random.get("seed")))
+        upgraded["fingerprint"] = {**fingerprint, "random": random}
+    return upgraded
+
+
+V3_SEEDING_NOTE = ("recorded before schema version 4 by a gate that seeded every deterministic"
+                   " run itself; what the training seeded was not recorded")
+
+
+def _v3_seeding(seed: Any) -> Document:
+    return {"gate_seed": seed if isinstance(seed, int) and seed >= 0 else None, "training": [],
+            "first_parameter": None, "parameters_before_seeding": None, "unseeded": [],
+            "settings": [], "note": V3_SEEDING_NOTE}
+
+
 # MIGRATIONS[n] turns a version n document into a version n + 1 one. Bumping SCHEMA_VERSION
 # means adding the step from the previous version here.
-MIGRATIONS: dict[int, Callable[[Document], Document]] = {1: _from_v1, 2: _from_v2}
+MIGRATIONS: dict[int, Callable[[Document], Document]] = {1: _from_v1, 2: _from_v2, 3: _from_v3}
 
 
 def version_of(document: Document, source: str, kind: ErrorKind) -> int:

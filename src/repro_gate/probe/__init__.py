@@ -19,7 +19,7 @@ INJECT_DIR = Path(__file__).parent / "inject"
 # Environment the gate sets for the training process.
 ENV_RUN_DIR = "REPRO_GATE_RUN_DIR"  # the run's fresh directory (writable)
 ENV_MODE = "REPRO_GATE_MODE"  # "deterministic", "default" or "cost"
-ENV_SEED = "REPRO_GATE_SEED"  # integer seed applied in deterministic mode
+ENV_SEED = "REPRO_GATE_SEED"  # the gate's seed, only when `seed` is set (deterministic runs)
 ENV_DETERMINISM = "REPRO_GATE_DETERMINISM"  # "warn" or "strict"
 # Fail-fast: run A's probe directory (each rank matches its own file there); a file is read as
 # rank 0's trajectory, with the other ranks' files beside it (gates before ranks were observed).
@@ -33,6 +33,9 @@ ENV_LOCALISE_STEP = "REPRO_GATE_LOCALISE_STEP"
 # The cost run (mode "cost"): JSON {warmup, blocks, census: arm names; block_steps}, the arm of
 # every step; the probe switches the determinism knobs between them (_repro_gate_cost_arms.py).
 ENV_COST_PLAN = "REPRO_GATE_COST_PLAN"
+# JSON: for each variable the gate sets for determinism, the user's own value before the gate set
+# it (null: unset), and under "gate:NAME" the gate's value, so the probe can tell who set it.
+ENV_USER_ENV = "REPRO_GATE_USER_ENV"
 
 # Files the probe writes, relative to the run directory.
 PROBE_SUBDIR = ".repro-gate"

@@ -4,6 +4,9 @@ Run as `python -m repro_gate_reference` with this directory on PYTHONPATH. It ne
 standard library and torch. It exercises ops whose CUDA kernels are nondeterministic by default
 (Embedding backward, index_add_), a Conv2d, and an Adam optimizer, on synthetic data derived from
 the seed, then writes `model.pt` and `metrics.json` into the output directory.
+
+It seeds itself, as every training should (the gate seeds nothing unless `seed` is set): with
+`--seed`, else the gate's seed when the gate was given one, else 0.
 """
 
 from __future__ import annotations
@@ -53,7 +56,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--vocab", type=int, default=1000, help="embedding rows")
     parser.add_argument("--image-size", type=int, default=16, help="side of the square images")
     parser.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    parser.add_argument("--seed", type=int, default=None, help="default: $REPRO_GATE_SEED, else 0")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="default: the gate's seed ($REPRO_GATE_SEED) when it has one, else 0")
     parser.add_argument(
         "--out", type=Path, default=None, help="default: $REPRO_GATE_RUN_DIR, else the cwd"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from repro_gate.fingerprint import diff_lines
-from repro_gate.render import cost_text, observed
+from repro_gate.render import cost_text, observed, seeding_text
 from repro_gate.render.diagnosis import facts
 
 HEADLINES = {
@@ -28,6 +28,8 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
         headline += f", {observed.of_manifest(manifest)}"
     lines = [f"repro-gate: {headline}"]
     lines += [f"  {r['message']}" for r in manifest["reasons"]]
+    if seeding_text.gate_seed_note(manifest):
+        lines.append(f"  {seeding_text.gate_seed_note(manifest)}")
     if error_detail:
         lines.append("  last lines of the run's log:")
         lines += [f"    | {line}" for line in error_detail.splitlines()]
@@ -39,6 +41,7 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
     lines += _checklist(manifest)
     if manifest_path:
         lines.append(f"  manifest: {manifest_path}")
+    lines += _reproduce(manifest)
     return "\n".join(lines)
 
 
@@ -168,6 +171,16 @@ def _checklist(manifest: dict[str, Any]) -> list[str]:
     for item in sorted(failing, key=lambda i: i["status"] != "fail")[:MAX_LISTED]:
         out.append(f"    {item['status']}: {item['title']}: {item['fix']}")
     return out
+
+
+def _reproduce(manifest: dict[str, Any]) -> list[str]:
+    """The closing section: what the training lacks to run as the gate ran it."""
+    lines = seeding_text.reproduce(manifest)
+    if lines is None:
+        return []
+    if not lines:
+        return [f"  {seeding_text.REPRODUCE_HEADING}: {seeding_text.NOTHING_TO_ADD}"]
+    return [f"  {seeding_text.REPRODUCE_HEADING}:", *(f"    {line}" for line in lines)]
 
 
 def _number(value: Any) -> str:

@@ -35,6 +35,9 @@ BACKWARD_FIX = (
 )
 OPTIMIZER_FIX = "look for unseeded randomness or a nondeterministic kernel in the optimizer's step"
 
+# The call that seeds each generator, named in the unseeded sentence.
+SEED_CALLS = {"torch": "torch.manual_seed(0)", "numpy": "numpy.random.seed(0)"}
+
 # Short labels for titles and table cells.
 LABELS = {
     "initialization": "initial parameters differ",
@@ -49,6 +52,8 @@ LABELS = {
 def explain(divergence: Mapping[str, Any], multi_rank: bool) -> str:
     """One sentence: where runs A and B part, why, and the fix that points to."""
     cause = divergence.get("cause")
+    if unseeded(divergence):
+        return f"{_where(divergence, multi_rank)}: {unseeded(divergence)}"
     if cause == "initialization":
         return _initialization(divergence, multi_rank)
     if cause == "input":
@@ -64,6 +69,35 @@ def explain(divergence: Mapping[str, Any], multi_rank: bool) -> str:
     if cause == "unknown":
         return f"{lead}: {_parameters(divergence)}; cause unknown: {_missing(divergence)}"
     return f"{lead}: {_parameters(divergence)}"
+
+
+def unseeded(divergence: Mapping[str, Any]) -> str:
+    """What the training left unseeded and the line to add, anchored where its first parameter
+    was created: `torch was never seeded: add `torch.manual_seed(0)` before train.py:12, where
+    the first parameter is created`. Empty unless the divergence carries `unseeded`."""
+    anchor = _mapping(divergence.get("unseeded"))
+    generators = [g for g in _names(anchor.get("generators")) if g in SEED_CALLS]
+    if not generators:
+        return ""
+    calls = " and ".join(f"`{SEED_CALLS[g]}`" for g in generators)
+    where = op_location(anchor)
+    before = (f"before {where}, where the first parameter is created" if where
+              else "before the model is built")
+    if anchor.get("seeded_late") is True:
+        return (f"torch is seeded only after the first parameter was created: move {calls}"
+                f" {before}")
+    verb = "was" if len(generators) == 1 else "were"
+    return f"{' and '.join(generators)} {verb} never seeded: add {calls} {before}"
+
+
+def _where(divergence: Mapping[str, Any], multi_rank: bool) -> str:
+    """Where runs A and B part, in a few words: the lead of the unseeded sentence."""
+    runs = _runs(divergence)
+    if divergence.get("cause") == "initialization":
+        whose = f"rank {divergence['rank']}'s" if _ranked(divergence, multi_rank) else "the"
+        return f"{whose} initial parameters differ between runs {runs}"
+    return f"{_rank_prefix(divergence, multi_rank)}runs {runs} diverge at step" \
+        f" {divergence.get('step', '?')}"
 
 
 def headline(divergence: Mapping[str, Any], multi_rank: bool) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from repro_gate.render import observed
+from repro_gate.render import observed, seeding_text
 from repro_gate.render.cost_text import over_budget_only
 from repro_gate.render.diagnosis import explain, headline
 from repro_gate.render.markdown_cost import budget_limit, cost_details, cost_sentence, cost_title
@@ -96,11 +96,13 @@ def _reproducible_words(comparison: Mapping[str, Any]) -> str:
 
 def summary_markdown(manifest: Mapping[str, Any]) -> str:
     """The check-run summary and the job summary: verdict first, then the evidence."""
-    parts = [_heading(manifest), _verdict_line(manifest)]
+    parts = [_heading(manifest), _verdict_line(manifest), _gate_seed(manifest)]
     if as_mapping(manifest.get("reporting")).get("deferred"):
         parts.append(f"> [!NOTE]\n> {FORK_NOTE}")
     parts += evidence(manifest)
-    return truncate("\n\n".join(p for p in parts if p) + "\n", CHECK_TEXT_LIMIT)
+    parts.append(reproduce_markdown(manifest))
+    return _ending(truncate("\n\n".join(p for p in parts[:-1] if p) + "\n",
+                            CHECK_TEXT_LIMIT - len(parts[-1]) - 2), parts[-1])
 
 
 def details_markdown(manifest: Mapping[str, Any]) -> str:
@@ -111,7 +113,9 @@ def details_markdown(manifest: Mapping[str, Any]) -> str:
         tensor_details(manifest),
         ignored_details(manifest),
     ]
-    return truncate("\n\n".join(p for p in parts if p) + "\n", CHECK_TEXT_LIMIT)
+    closing = reproduce_markdown(manifest)
+    return _ending(truncate("\n\n".join(p for p in parts if p) + "\n",
+                            CHECK_TEXT_LIMIT - len(closing) - 2), closing)
 
 
 def comment_markdown(manifest: Mapping[str, Any]) -> str:
@@ -124,15 +128,38 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
         ("Artifacts", _artifact_counts(manifest)),
         ("Nondeterministic ops", str(len(as_list(manifest.get("nondeterministic_ops"))))),
     ]
+    if seeding_text.gate_seed_note(manifest):
+        rows.append(("Seeding", seeding_text.gate_seed_note(manifest)))
     run_url = as_mapping(manifest.get("reporting")).get("run_url")
     if isinstance(run_url, str) and run_url:
         rows.append(("Run", f"[workflow run]({run_url})"))
     table = "| | |\n|---|---|\n" + "\n".join(f"| {k} | {cell(v)} |" for k, v in rows)
-    details = "\n\n".join(p for p in evidence(manifest) if p)
+    details = "\n\n".join(p for p in [*evidence(manifest), reproduce_markdown(manifest)] if p)
     marker = comment_marker(gate)
     folded = f"<details><summary>Details</summary>\n\n{details.strip()}\n\n</details>\n"
     body = "\n\n".join(p for p in (_heading(manifest), _why(manifest), table, folded) if p)
     return truncate(body, COMMENT_LIMIT - len(marker) - 2) + "\n" + marker + "\n"
+
+
+def reproduce_markdown(manifest: Mapping[str, Any]) -> str:
+    """The closing section of every report: the lines the training lacks, as a code block."""
+    lines = seeding_text.reproduce(manifest)
+    if lines is None:
+        return ""
+    heading = f"**{seeding_text.REPRODUCE_HEADING.capitalize()}:**"
+    if not lines:
+        return f"{heading} {seeding_text.NOTHING_TO_ADD}."
+    return heading + "\n\n```\n" + "\n".join(lines) + "\n```"
+
+
+def _gate_seed(manifest: Mapping[str, Any]) -> str:
+    note = seeding_text.gate_seed_note(manifest)
+    return f"**Seeding:** {note}" if note else ""
+
+
+def _ending(text: str, closing: str) -> str:
+    """`text` followed by the closing section (kept whole when the text is cut)."""
+    return text + (f"\n{closing}\n" if closing else "")
 
 
 def truncate(text: str, limit: int) -> str:

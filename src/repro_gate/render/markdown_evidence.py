@@ -195,11 +195,15 @@ def _fingerprint(fingerprint: Mapping[str, Any]) -> str:
         ("CUDA (build)", env["cuda_build"]),
         ("cuDNN", env["cudnn"]),
         ("NVIDIA driver", hardware["driver_version"]),
-        ("seed", fingerprint["random"]["seed"]),
+        ("seed", _seed_text(fingerprint["random"].get("seed"))),
         ("GPUs", _gpu_counts(hardware["gpus"])),
     ]
     rows = [f"| {label} | {cell(short(value))} |" for label, value in facts if value is not None]
     return "| Fact | Value |\n|---|---|\n" + "\n".join(rows) if rows else ""
+
+
+def _seed_text(seed: Any) -> str:
+    return f"{seed} (seeded by the gate)" if isinstance(seed, int) else "none from the gate"
 
 
 def _gpu_counts(gpus: list[Mapping[str, Any]]) -> str | None:

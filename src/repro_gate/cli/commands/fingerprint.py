@@ -103,7 +103,8 @@ def describe(document: dict[str, Any]) -> list[str]:
     for mismatch in env.get("lock_mismatches") or []:
         lines.append(f"env       {mismatch['name']} {mismatch['installed']} installed,"
                      f" {' | '.join(mismatch['locked'])} locked in {mismatch['lockfile']}")
-    lines.append(f"random    seed {random.get('seed')}, PYTHONHASHSEED"
+    seed = random.get("seed")
+    lines.append(f"random    gate seed {'none' if seed is None else seed}, PYTHONHASHSEED"
                  f" {random.get('pythonhashseed') or 'unset'}, deterministic algorithms"
                  f" {flags.get('deterministic_algorithms')}, cuDNN benchmark"
                  f" {flags.get('cudnn_benchmark')}, CUBLAS_WORKSPACE_CONFIG"

@@ -31,6 +31,7 @@ THREAD_VARIABLES = (
     "NVIDIA_TF32_OVERRIDE",
 )
 MAX_DATALOADERS = 50
+TORCH_DEFAULT_SEED = 67280421310721  # the initial seed of a torch.Generator nobody seeded
 # Prefixes of the variables of NCCL and Transformer Engine, which choose reduction algorithms,
 # protocols and kernels: they can change the order of a sum across ranks.
 DISTRIBUTED_VARIABLE_PREFIXES = ("NCCL_", "NVTE_")
@@ -73,6 +74,9 @@ def _record_dataloader(loader: Any) -> None:
             "worker_init_fn": getattr(loader, "worker_init_fn", None) is not None,
             "count": 1,
         }
+        generator = getattr(loader, "generator", None)
+        if generator is not None:  # its manual_seed cannot be watched (an immutable C type)
+            entry["generator_seeded"] = int(generator.initial_seed()) != TORCH_DEFAULT_SEED
         with _lock:
             key = (str(file), int(line or 0))
             if key in _dataloaders:

@@ -1,7 +1,9 @@
 """The repro-gate probe, installed by `sitecustomize` into the user's training process.
 
-Deterministic mode seeds `random` at once, numpy when it is imported and torch when it is
-imported, and switches torch's determinism knobs on. Default mode changes nothing in training. In
+Deterministic mode switches torch's determinism knobs on when torch is imported; it seeds
+`random`, numpy and torch only when the gate was given a seed (REPRO_GATE_SEED: seeding is the
+training's job). Default mode changes nothing in training. In every mode the training's own
+seeding calls and the first parameter's creation are recorded (_repro_gate_seeding). In
 both modes every process that takes an optimizer step records into
 `$REPRO_GATE_RUN_DIR/.repro-gate/`, under its rank's file names (`rank_file`: rank 0 keeps the
 plain names). The rank and world size come from torch.distributed when it is initialised at the
@@ -76,6 +78,7 @@ from _repro_gate_import_watch import ImportWatcher, import_optional
 from _repro_gate_param_names import ParameterNames
 from _repro_gate_patches import chain_excepthooks, wrap_backward, wrap_showwarnmsg
 from _repro_gate_ranks import rank_and_world_size, reference_path
+from _repro_gate_seeding import Seeding
 from _repro_gate_trajectory import ReferenceTrajectory, TrajectoryWriter
 
 if TYPE_CHECKING:
@@ -117,7 +120,7 @@ class Probe:
         self.errors: list[str] = []
         self.mode = os.environ.get(ENV_MODE) or "default"
         self.strict = os.environ.get(ENV_DETERMINISM) == "strict"
-        self.seed: int = int_env(ENV_SEED, 0, self._error) or 0
+        self.seeding = Seeding(int_env(ENV_SEED, None, self._error), self._error)
         self.max_steps = int_env(ENV_MAX_STEPS, None, self._error)
         if self.mode not in ("deterministic", "default", "cost"):
             self._error(f"unknown {ENV_MODE} {self.mode!r}: observing only")
@@ -160,10 +163,9 @@ class Probe:
 
     def start(self) -> None:
         if self.deterministic:
-            random.seed(self.seed)
-        watched = {"torch": self._on_torch_imported}
-        if self.deterministic:
-            watched["numpy"] = self._on_numpy_imported
+            self.seeding.seed_random(random)
+        self.seeding.watch_random(random)
+        watched = {"torch": self._on_torch_imported, "numpy": self._on_numpy_imported}
         sys.meta_path.insert(0, ImportWatcher(watched))
         os.register_at_fork(after_in_child=self._after_fork)
         if self.owner:
@@ -194,20 +196,15 @@ class Probe:
 
     def _on_numpy_imported(self, numpy: ModuleType) -> None:
         try:
-            numpy.random.seed(self.seed % 2**32)
+            if self.deterministic:
+                self.seeding.seed_numpy(numpy)
+            self.seeding.watch_numpy(numpy)
         except Exception as error:
             self._error(f"seeding numpy: {error!r}")
 
     def _on_torch_imported(self, torch: ModuleType) -> None:
         self._torch = torch
-        if self.deterministic:
-            try:
-                torch.manual_seed(self.seed)
-                torch.use_deterministic_algorithms(True, warn_only=not self.strict)
-                torch.backends.cudnn.deterministic = True
-                torch.backends.cudnn.benchmark = False
-            except Exception as error:
-                self._error(f"deterministic setup: {error!r}")
+        self.seeding.on_torch_imported(torch, self.deterministic, self.strict)
         if not self._is_mine():
             return
         # Every process watches: which of them steps (and so records) is known only later.
@@ -364,7 +361,9 @@ class Probe:
             self._error(f"writing alerts: {error!r}")
         if self._fingerprint is not None:
             try:
-                self._write_json(FINGERPRINT_FILE, self._fingerprint.collect())
+                collected = self._fingerprint.collect()
+                (collected.get("random") or {})["seeding"] = self.seeding.as_json()
+                self._write_json(FINGERPRINT_FILE, collected)
             except Exception as error:
                 self._error(f"collecting the fingerprint: {error!r}")
         self._write_status_safely()

@@ -20,6 +20,7 @@ from repro_gate.config.overrides import parse_tolerance
 from repro_gate.errors import EXIT_FAIL, EXIT_PASS, ConfigError, ErrorKind, GateError
 from repro_gate.gate import collect as artifacts
 from repro_gate.gate import verdict
+from repro_gate.gate.workcopy import WORK_SUBDIR
 from repro_gate.render import console
 
 EPILOG = """\
@@ -103,8 +104,7 @@ def load_side(path: Path, name: str, globs: list[str] | None) -> RunSide:
 
 
 def _from_run_dir(run_dir: Path, name: str, globs: list[str] | None) -> RunSide:
-    sources = artifacts.Sources(run_dir, workdir=None, exclude=run_dir)
-    found = artifacts.collect(sources, globs, before={}).artifacts
+    found = artifacts.collect(run_dir, globs).artifacts
     return RunSide(name, probe.read_trajectory(run_dir), {a.rel_path: a.path for a in found})
 
 
@@ -151,7 +151,7 @@ def _verified(
 
 def _recorded_file(run_dir: Path, rel: str) -> Path | None:
     """Where the gate put artifact `rel` in its run directory: a regular file inside it."""
-    for path in (run_dir / rel, run_dir / artifacts.FROM_WORKDIR_SUBDIR / rel):
+    for path in (run_dir / rel, run_dir / WORK_SUBDIR / rel):
         if path.is_file() and not path.is_symlink() and _inside(path, run_dir):
             return path
     return None

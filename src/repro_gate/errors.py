@@ -69,6 +69,7 @@ class ErrorKind(StrEnum):
     COMMAND_NOT_FOUND = "command_not_found"
     DOCKER = "docker"  # the Docker daemon or a container failed
     IMAGE_NOT_FOUND = "image_not_found"
+    IMAGE_REQUIRED = "image_required"  # the action's own image cannot run the Python training
     TIMEOUT = "timeout"  # a run took longer than allowed
     RUN_FAILED = "run_failed"  # a run exited non-zero
     PROBE_FAILED = "probe_failed"  # the probe inside a run could not record

@@ -145,6 +145,8 @@ def test_action_runs_the_gate_in_sibling_containers(
         run_mount = mounts[f"/github/workspace/repro-gate-out/runs/{run_name}"]
         assert run_mount["Source"] == str(workspace / "repro-gate-out" / "runs" / run_name)
         assert run_mount["RW"] is True
+        # It starts in its own writable copy of the workspace, inside its run directory.
+        assert attrs["Config"]["WorkingDir"] == f"{run_mount['Destination']}/work"
         assert "/repro-gate/python-path/0" in mounts
 
 
@@ -183,4 +185,50 @@ def test_bad_input_gives_error_outputs_without_running(
     assert "::error title=repro-gate::input runs: must be a number, got 'two'" in log.splitlines()
     assert read_outputs(file_commands / "set_output_2")["verdict"] == "error"
     assert "**Verdict:** error" in (file_commands / "step_summary_2").read_text()
+    assert gate_containers.list() == []
+
+
+@pytest.mark.parametrize("command", ["", "python3 train.py"])
+def test_without_image_a_python_training_is_refused_before_any_run(
+    docker_client: docker.DockerClient,
+    action_image: str,
+    gate_containers: GateContainers,
+    workspace: Path,
+    tmp_path: Path,
+    command: str,
+) -> None:
+    """The action's own image has no torch: the reference training (no command) and a Python
+    command are refused in one line that says to set `image`, before any run starts."""
+    (workspace / "train.py").write_text("import torch\n")
+    file_commands = tmp_path / "file_commands"
+    file_commands.mkdir()
+    environment = {
+        "INPUT_COMMAND": command,
+        "INPUT_NAME": gate_containers.gate,
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": "/github/workspace",
+        "GITHUB_OUTPUT": "/github/file_commands/set_output_3",
+        "GITHUB_STEP_SUMMARY": "/github/file_commands/step_summary_3",
+    }
+    volumes = {
+        str(file_commands): {"bind": "/github/file_commands", "mode": "rw"},
+        str(workspace): {"bind": "/github/workspace", "mode": "rw"},
+    }
+    action = docker_client.containers.run(
+        action_image, working_dir="/github/workspace", environment=environment, volumes=volumes,
+        detach=True,
+    )
+    try:
+        exit_code = action.wait(timeout=120)["StatusCode"]
+        log = action.logs().decode()
+    finally:
+        action.remove(force=True)
+
+    assert exit_code == 2, log
+    (line,) = [line for line in log.splitlines() if line.startswith("repro-gate: error:")]
+    assert "import torch" in line and "set the input `image`" in line
+    manifest = json.loads((workspace / "repro-gate-out" / "manifest.json").read_text())
+    assert [reason["code"] for reason in manifest["reasons"]] == ["image_required"]
+    assert manifest["runs"] == []
+    assert read_outputs(file_commands / "set_output_3")["verdict"] == "error"
     assert gate_containers.list() == []

@@ -14,9 +14,6 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from repro_gate.gate import collect
-from repro_gate.gate.lock import OUTPUT_LOCK, WORKDIR_LOCK
-
 # Writes its token into the run directory and, like many scripts, into the working directory.
 TRAIN = """\
 import os, time
@@ -106,22 +103,3 @@ def test_same_workdir_different_output_directories(tmp_path: Path) -> None:
     for (_, stdout, _), token in zip(results, ["one", "two"], strict=True):
         assert_runs_are_its_own(json.loads(stdout), token)
 
-
-def test_lock_files_and_other_gates_outputs_are_never_collected(tmp_path: Path) -> None:
-    workdir, run_dir = tmp_path / "work", tmp_path / "out" / "runs" / "A"
-    other_output = workdir / "other-out"
-    for directory in (workdir, run_dir, other_output / "runs" / "A"):
-        directory.mkdir(parents=True)
-    (other_output / OUTPUT_LOCK).write_text("1\n")
-    globs = ["**/*"]
-    before = collect.snapshot(workdir, globs, tmp_path / "out")
-    # Written "during the run": another gate's checkpoint and fresh pids in the lock files.
-    (other_output / "runs" / "A" / "model.pt").write_bytes(b"the other gate's")
-    (workdir / WORKDIR_LOCK).write_text("2\n")
-    (other_output / OUTPUT_LOCK).write_text("3\n")
-    (workdir / "model.pt").write_bytes(b"ours")
-    sources = collect.Sources(run_dir, workdir, tmp_path / "out")
-    found = collect.collect(sources, globs, before)
-    assert [a.rel_path for a in found.artifacts] == ["model.pt"]
-    assert (other_output / "runs" / "A" / "model.pt").read_bytes() == b"the other gate's"
-    assert (workdir / WORKDIR_LOCK).is_file()

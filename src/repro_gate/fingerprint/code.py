@@ -1,9 +1,15 @@
-"""Code facts from git: commit, ref, dirty flag, hash of the uncommitted diff, remote URL."""
+"""Code facts from git: commit, ref, dirty flag, hash of the uncommitted diff, remote URL.
+
+The gate's own files (its lock directory and its output directory, `gate_files`) are left out
+of the dirty flag, the diff and the untracked files: a gate run on a clean checkout records
+`dirty: false`, however often it ran there.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +18,9 @@ from repro_gate.credentials import strip_url_credentials
 GIT_TIMEOUT_SECONDS = 20
 
 
-def collect_code(workdir: Path) -> dict[str, Any]:
-    """Git facts of the repository holding `workdir`; `reason` says why they are absent."""
+def collect_code(workdir: Path, gate_files: Sequence[Path] = ()) -> dict[str, Any]:
+    """Git facts of the repository holding `workdir`, `gate_files` left out; `reason` says why
+    they are absent."""
     empty: dict[str, Any] = {
         "commit": None,
         "ref": None,
@@ -37,9 +44,13 @@ def collect_code(workdir: Path) -> dict[str, Any]:
     except subprocess.TimeoutExpired:
         return {**empty, "reason": "git timed out"}
     ref = _git_or_none(workdir, "symbolic-ref", "--quiet", "HEAD") or "HEAD (detached)"
-    diff = _git_bytes(workdir, "diff", "HEAD", "--no-ext-diff", "--binary")
+    excluded = _excluded(workdir, gate_files)
+    diff = _git_bytes(workdir, "diff", "HEAD", "--no-ext-diff", "--binary", "--", *excluded)
     untracked = [
-        line for line in _git(workdir, "ls-files", "--others", "--exclude-standard").splitlines()
+        line
+        for line in _git(
+            workdir, "ls-files", "--others", "--exclude-standard", "--", *excluded
+        ).splitlines()
         if line
     ]
     return {
@@ -50,6 +61,22 @@ def collect_code(workdir: Path) -> dict[str, Any]:
         "untracked_files": len(untracked),
         "remote_url": _remote_url(workdir),
     }
+
+
+def _excluded(workdir: Path, paths: Sequence[Path]) -> list[str]:
+    """Pathspecs that leave `paths` (and all below them) out, for those inside the repository."""
+    top = repository_root(workdir)
+    if top is None:
+        return []
+    excluded = []
+    for path in paths:
+        try:
+            relative = Path(path).resolve().relative_to(top.resolve())
+        except ValueError:
+            continue
+        if relative != Path("."):
+            excluded.append(f":(exclude,top,literal){relative.as_posix()}")
+    return excluded
 
 
 def strip_credentials(url: str) -> str:

@@ -15,16 +15,17 @@ from repro_gate.fingerprint.hardware import collect_cpu, collect_gpus
 from repro_gate.fingerprint.lockfiles import describe_lockfile, find_lockfiles
 
 
-def collect_host(data_paths: Sequence[Path], workdir: Path, *, hash_data_files: bool = True
-                 ) -> dict[str, Any]:
-    """Host-side facts; with `hash_data_files=False` data paths are only checked to exist."""
+def collect_host(data_paths: Sequence[Path], workdir: Path, *, hash_data_files: bool = True,
+                 gate_files: Sequence[Path] = ()) -> dict[str, Any]:
+    """Host-side facts; with `hash_data_files=False` data paths are only checked to exist;
+    `gate_files` (the gate's lock and output directories) are no part of the code's state."""
     workdir = Path(workdir)
     data_paths = [str(path) for path in data_paths]
     data = hash_data(data_paths, workdir) if hash_data_files else list_data(data_paths, workdir)
     return {
         "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "hostname": socket.gethostname(),
-        "code": collect_code(workdir),
+        "code": collect_code(workdir, gate_files),
         "data": data,
         "lockfiles": collect_lockfiles(workdir),
         "cpu": collect_cpu(),

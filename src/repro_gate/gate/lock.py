@@ -7,7 +7,7 @@ pid, or waits with `--wait`.
 
 Where the locks live, and why:
 - In the locked directories themselves: `<output_dir>/.repro-gate.lock` and
-  `<workdir>/.repro-gate-workdir.lock`. flock locks an inode, so the lock file must be on the
+  `<workdir>/.repro-gate-workdir/lock`. flock locks an inode, so the lock file must be on the
   filesystem both gates see. When the gate runs in the action's container with the workspace
   bind-mounted, a file in the workspace is the same inode inside and outside the container
   (one kernel), while /tmp or /run/lock would be a different directory on each side.
@@ -17,6 +17,9 @@ Where the locks live, and why:
 - The output directory's lock file also marks it as a gate's output directory: `gate.collect`
   never collects from such a directory below the working directory (another gate's runs), and
   never collects a file named like a lock file, so locks are never artifacts.
+- git ignores them: the workdir's lock directory, and an output directory the gate creates,
+  hold a `.gitignore` of `*`, so the gate leaves a clean checkout clean (`git status`), and the
+  fingerprint leaves both out of its dirty check whatever they hold (`fingerprint.code`).
 - A working directory the gate may not write (a read-only checkout) is locked through the
   directory itself (flock on a read-only descriptor); the holder's pid is then unknown.
 - Locks are taken in the order of their paths, so two waiting gates cannot deadlock.
@@ -36,8 +39,10 @@ from repro_gate.config import Config
 from repro_gate.errors import ErrorKind, GateError
 
 OUTPUT_LOCK = ".repro-gate.lock"
-WORKDIR_LOCK = ".repro-gate-workdir.lock"
-LOCK_NAMES = frozenset({OUTPUT_LOCK, WORKDIR_LOCK})
+WORKDIR_LOCK_DIR = ".repro-gate-workdir"
+WORKDIR_LOCK = f"{WORKDIR_LOCK_DIR}/lock"
+GITIGNORE = ".gitignore"
+IGNORE_ALL = "# written by repro-gate: git ignores this directory\n*\n"
 # The holder writes its pid just after locking; a refused gate may read in between.
 PID_READ_TRIES = 20
 PID_READ_PAUSE = 0.05
@@ -63,10 +68,15 @@ def hold(config: Config, wait: bool) -> Iterator[None]:
         yield
 
 
+def gate_files(config: Config) -> list[Path]:
+    """The gate's own files in the working tree: the lock directory and the output directory."""
+    return [config.workdir / WORKDIR_LOCK_DIR, config.output_dir]
+
+
 def _output_descriptor(output_dir: Path) -> int:
     """The lock file of the output directory, created with the directory."""
     try:
-        output_dir.mkdir(parents=True, exist_ok=True)
+        _make_ignored_dir(output_dir)
         return os.open(output_dir / OUTPUT_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as error:
         reason = error.strerror or str(error)
@@ -78,6 +88,8 @@ def _workdir_descriptor(workdir: Path) -> int | None:
     """The working directory's lock file, or the directory itself when it is read-only;
     None when it does not exist (the gate reports that when it starts the run)."""
     try:
+        if workdir.is_dir():
+            _make_ignored_dir(workdir / WORKDIR_LOCK_DIR)
         return os.open(workdir / WORKDIR_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError:
         pass
@@ -85,6 +97,15 @@ def _workdir_descriptor(workdir: Path) -> int | None:
         return os.open(workdir, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return None
+
+
+def _make_ignored_dir(directory: Path) -> None:
+    """Create `directory` (and its parents) with a `.gitignore` of `*` in it; one that exists
+    already is left as it is (it may be the user's)."""
+    if directory.is_dir():
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / GITIGNORE).write_text(IGNORE_ALL, encoding="utf-8")
 
 
 def _lock(fd: int, directory: Path, wait: bool) -> None:

@@ -19,8 +19,7 @@ from repro_gate import fingerprint, manifest
 from repro_gate.compare.runs import check_something_compared, compare_runs, empty_comparison
 from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError, one_line
-from repro_gate.gate import cost_plan, evidence, runs, verdict
-from repro_gate.gate.collect import Sources
+from repro_gate.gate import cost_plan, evidence, lock, runs, verdict
 from repro_gate.gate.localise import localise
 from repro_gate.gate.record import GateState, assemble, deterministic, now
 from repro_gate.launch import cancel
@@ -73,7 +72,8 @@ def _run_gate(
     try:
         check_baseline(config)
         launcher = open_launcher(config)
-        state.host_fingerprint = fingerprint.collect_host(config.data, config.workdir)
+        state.host_fingerprint = fingerprint.collect_host(
+            config.data, config.workdir, gate_files=lock.gate_files(config))
         publisher.started()
         execute_runs(config, launcher, state, sink_for)
         sides = [record.side() for record in deterministic(state.records)]
@@ -226,11 +226,8 @@ def execute_runs(
 def _execute(
     config: Config, launcher: Launcher, spec: RunSpec, sink_for: SinkFactory
 ) -> runs.RunRecord:
-    # Container runs see a read-only workspace: only local runs collect from the workdir.
-    workdir = config.workdir if launcher.name == "local" else None
-    sources = Sources(spec.run_dir, workdir, config.output_dir)
     try:
-        return runs.execute(launcher, spec, sink_for(spec.name), sources, list(config.artifacts))
+        return runs.execute(launcher, spec, sink_for(spec.name), list(config.artifacts))
     except GateError as error:
         if error.kind != ErrorKind.CANCELLED:
             raise

@@ -16,7 +16,7 @@ from repro_gate.config import Config
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.fingerprint.seeding import DETERMINISM_VARIABLES
 from repro_gate.gate import collect as artifacts
-from repro_gate.gate import cost_plan
+from repro_gate.gate import cost_plan, workcopy
 from repro_gate.launch import progress
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
 from repro_gate.launch.shell import shell_argv
@@ -171,9 +171,11 @@ def build_spec(
     reference_trajectory: Path | None = None,
     max_steps: int = 0,
 ) -> RunSpec:
-    """A fresh run directory and the spec of one run."""
+    """A fresh run directory, holding a fresh copy of the working directory, and the spec of
+    one run, which starts in that copy."""
     output_dir = config.output_dir
     run_dir = fresh_run_dir(output_dir / "runs" / name)
+    work = workcopy.make(config.workdir, run_dir / workcopy.WORK_SUBDIR, output_dir)
     # The probe ends the cost run at the end of its plan, whose blocks it may lengthen.
     cost_steps = cost_plan.reference_steps(config.cost) if mode == "cost" else None
     argv, extra_path = command_argv(config, launcher, cost_steps)
@@ -181,7 +183,8 @@ def build_spec(
         name=name,
         mode=mode,
         argv=argv,
-        workdir=config.workdir,
+        workdir=work.path,
+        workspace=config.workdir,
         run_dir=run_dir,
         env=run_environment(config, mode, max_steps),
         timeout=config.timeout,
@@ -212,17 +215,14 @@ def execute(
     launcher: Launcher,
     spec: RunSpec,
     sink: LineSink,
-    sources: artifacts.Sources,
     configured_globs: list[str] | None,
 ) -> RunRecord:
-    """Run one spec to its end and gather what it left: probe files and artifacts."""
-    _, workdir_globs = artifacts.globs_for(configured_globs)
-    before = (
-        artifacts.snapshot(sources.workdir, workdir_globs, sources.exclude)
-        if sources.workdir is not None else {}
-    )
+    """Run one spec to its end and gather what it left: probe files and artifacts (in its run
+    directory, and what it wrote in its working copy, which keeps only that)."""
     with progress.watching_run(spec, sink):
         outcome = launcher.run(spec, sink)
+    if spec.workspace is not None:
+        workcopy.WorkCopy(spec.workdir, spec.workspace).keep_only_written()
     trajectories = probe.read_trajectories(spec.run_dir)
     ranks = sorted({0, *trajectories})
     statuses = [probe.read_json(spec.run_dir, probe.STATUS_FILE, rank) for rank in ranks]
@@ -231,7 +231,7 @@ def execute(
         for rank in ranks
         for alert in _as_list(probe.read_json(spec.run_dir, probe.ALERTS_FILE, rank))
     ]
-    collection = artifacts.collect(sources, configured_globs, before)
+    collection = artifacts.collect(spec.run_dir, configured_globs)
     return RunRecord(
         name=spec.name,
         mode=spec.mode,

@@ -22,7 +22,6 @@ from repro_gate.compare.tolerance import Tolerance
 from repro_gate.config import Config, ToleranceConfig
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate import runs, verdict
-from repro_gate.gate.collect import Sources
 from repro_gate.launch import progress
 from repro_gate.launch.base import Launcher, LineSink, PythonEnvironment, RunOutcome, RunSpec
 from repro_gate.upgrade import BuildEnvironment, Environment, Lock, apply_changes
@@ -164,10 +163,7 @@ class Trials:
         if reference is not None and not self.tolerance.bitwise:
             spec.env[probe.ENV_FAIL_FAST_TOLERANCE] = json.dumps(
                 {"atol": self.tolerance.atol, "rtol": self.tolerance.rtol})
-        workdir = self.config.workdir if launcher.name == "local" else None
-        sources = Sources(spec.run_dir, workdir, self.config.output_dir)
-        return runs.execute(launcher, spec, self.sink_for(name), sources,
-                            list(self.config.artifacts))
+        return runs.execute(launcher, spec, self.sink_for(name), list(self.config.artifacts))
 
     def _judge(self, packages: tuple[str, ...], record: runs.RunRecord) -> TrialRun:
         baseline = side(self.reference, BASELINE_SIDE)

@@ -33,7 +33,7 @@ class RunSpec:
     name: str  # "A", "B", ... for deterministic runs, "default" for the cost run
     mode: Mode
     argv: list[str]
-    workdir: Path
+    workdir: Path  # where the run starts: the gate's runs get their own copy (gate.workcopy)
     run_dir: Path  # fresh, writable; exported as REPRO_GATE_RUN_DIR
     env: dict[str, str]  # variables the gate adds, none holding a path (mode, seed, user `env`…)
     timeout: float | None
@@ -46,6 +46,9 @@ class RunSpec:
     reference_trajectory: Path | None = None
     # Run inside this environment instead of the gate's own interpreter's (`repro-gate upgrade`).
     python_environment: PythonEnvironment | None = None
+    # The user's working directory when `workdir` is the run's own copy of it (the gate's runs):
+    # never written by the run; in a container, mounted read-only at its own path.
+    workspace: Path | None = None
 
 
 @dataclass

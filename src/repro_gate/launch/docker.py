@@ -4,9 +4,8 @@ The gate reaches the Docker daemon through its socket (GitHub mounts the runner'
 container actions). A sibling container's bind mounts name *host* paths, so when the gate itself
 runs in a container, every path it mounts is translated through the gate container's own mounts.
 
-Inside the training container the workspace and the run directory keep the paths the gate sees
-(so file names in probe output and logs mean the same on both sides); the probe's directories
-are mounted read-only under /repro-gate/python-path/<n>.
+What the container sees (the workspace read-only, the run's working copy read-write) is
+`launch.docker_mounts`.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from pathlib import Path, PurePosixPath
 from typing import Any
 
 import docker
@@ -28,16 +26,14 @@ import requests.exceptions
 from repro_gate.config import ContainerConfig
 from repro_gate.config.model import Gpus
 from repro_gate.errors import ErrorKind, GateError, one_line
-from repro_gate.launch import cancel
+from repro_gate.launch import cancel, docker_mounts
 from repro_gate.launch.base import LineSink, RunOutcome, RunSpec
+from repro_gate.launch.docker_mounts import container_argv_item, default_user, make_writable_for
 from repro_gate.launch.docker_shell import check_shell
 from repro_gate.launch.host_paths import PathTranslator
 from repro_gate.launch.stream import OutputPump, open_log
 from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
 
-CONTAINER_PYTHON_PATH = PurePosixPath("/repro-gate/python-path")
-# Used when the workspace belongs to root: the training never runs as root.
-NOBODY = "65534:65534"
 # PyTorch DataLoader workers pass batches through /dev/shm; Docker's 64 MiB default is too small.
 DEFAULT_SHM_SIZE = "1g"
 STOP_GRACE_SECONDS = 5
@@ -99,29 +95,6 @@ def image_record(reference: str, image: docker.models.images.Image) -> dict[str,
     }
 
 
-def default_user(workdir: Path) -> str:
-    """The workspace owner (so the runner can clean up what the training wrote); nobody for root."""
-    try:
-        info = workdir.stat()
-    except OSError:
-        return NOBODY
-    return NOBODY if info.st_uid == 0 else f"{info.st_uid}:{info.st_gid}"
-
-
-def make_writable_for(directory: Path, user: str) -> None:
-    """Give the run directory to the training's user (or open it up when we may not chown)."""
-    uid_text, _, gid_text = user.partition(":")
-    try:
-        uid, gid = int(uid_text), int(gid_text or uid_text)
-    except ValueError:  # a user name: only the image knows its uid
-        directory.chmod(0o777)
-        return
-    try:
-        os.chown(directory, uid, gid)
-    except PermissionError:
-        directory.chmod(0o777)
-
-
 class DockerLauncher:
     """Starts each run as a sibling container in the configured image."""
 
@@ -163,18 +136,20 @@ class DockerLauncher:
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
         """Create the container, stream its output, wait for it or the timeout, remove it."""
         image = self.image()
-        user = self.settings.user or default_user(spec.workdir)
+        user = self.settings.user or default_user(spec.workspace or spec.workdir)
         spec.run_dir.mkdir(parents=True, exist_ok=True)
         make_writable_for(spec.run_dir, user)
         staging = spec.run_dir.parent / f".{spec.run_dir.name}.python-path"
-        mounts, container_python_path = self._mounts(spec, staging)
-        argv = [self._container_argv_item(a, spec, container_python_path) for a in spec.argv]
-        environment = self._environment(spec, image, container_python_path)
+        run_mounts = docker_mounts.run_mounts(spec, staging, self.translator)
+        python_path = run_mounts.python_path
+        argv = [container_argv_item(a, spec, python_path) for a in spec.argv]
+        environment = self._environment(spec, image, python_path)
         name = f"repro-gate-{spec.name.lower()}-{uuid.uuid4().hex[:12]}"
         started = time.monotonic()
         container = None
         try:
-            container = self._create(image, argv, name, spec, environment, mounts, user)
+            container = self._create(image, argv, name, spec, environment, run_mounts.mounts,
+                                     user)
             exit_code, timed_out = self._start_and_wait(container, spec, sink)
             check_shell(container, spec, exit_code, self.settings.image)
             state = _inspect_state(container)
@@ -289,50 +264,6 @@ class DockerLauncher:
                 f"cannot start the container for run {spec.name}: {_explain(error)}{hint}",
                 kind=ErrorKind.DOCKER,
             ) from None
-
-    def _mounts(self, spec: RunSpec, staging: Path) -> tuple[list[docker.types.Mount], list[str]]:
-        mounts = [
-            self._bind(spec.workdir, str(spec.workdir), read_only=True),
-            self._bind(spec.run_dir, str(spec.run_dir), read_only=False),
-        ]
-        if spec.reference_trajectory is not None:
-            path = spec.reference_trajectory
-            mounts.append(self._bind(path, str(path), read_only=True))
-        if (venv := spec.python_environment) and venv.volume:  # built by upgrade/, read-only
-            mounts.append(docker.types.Mount(str(venv.root), venv.volume, "volume", read_only=True))
-        container_paths = []
-        for index, directory in enumerate(spec.python_path):
-            target = str(CONTAINER_PYTHON_PATH / str(index))
-            source = directory
-            if self.translator.host_path(directory) is None:
-                # Inside the gate's image (the probe): copy it where the host can see it.
-                source = staging / str(index)
-                shutil.rmtree(source, ignore_errors=True)
-                shutil.copytree(directory, source, ignore=shutil.ignore_patterns("__pycache__"))
-            mounts.append(self._bind(source, target, read_only=True))
-            container_paths.append(target)
-        return mounts, container_paths
-
-    def _bind(self, path: Path, target: str, read_only: bool) -> docker.types.Mount:
-        source = self.translator.host_path(path)
-        if source is None:
-            raise GateError(
-                f"{path} is not on a volume the Docker host can see; keep the workspace and"
-                " output_dir under the mounted workspace",
-                kind=ErrorKind.DOCKER,
-            )
-        return docker.types.Mount(target, source, type="bind", read_only=read_only)
-
-    def _container_argv_item(self, item: str, spec: RunSpec, python_path: list[str]) -> str:
-        # An argument naming a file in a probe directory (the embedded reference training)
-        # must name it where that directory is mounted.
-        for directory, target in zip(spec.python_path, python_path, strict=True):
-            try:
-                rest = Path(item).relative_to(directory)
-            except ValueError:
-                continue
-            return str(PurePosixPath(target) / rest)
-        return item
 
     def _environment(self, spec: RunSpec, image: Any, python_path: list[str]) -> dict[str, str]:
         # An allow-list: nothing of the gate's own environment (GITHUB_TOKEN, ACTIONS_*...)

@@ -14,6 +14,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
+import shlex
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from repro_gate import config, publish
 from repro_gate.cli.sinks import GroupedSinks
 from repro_gate.config import DEFAULT_OUTPUT_DIR, Config, overrides
-from repro_gate.errors import ConfigError, GateError
+from repro_gate.errors import ConfigError, ErrorKind, GateError
 from repro_gate.gate import lock
 from repro_gate.gate.pipeline import configuration_error, run_gate
 from repro_gate.launch import cancel, launcher_for
@@ -37,6 +41,8 @@ if TYPE_CHECKING:
 
 DEFAULT_ACTION_GPUS = "all"  # the action is meant for GPU runners
 MODES = ("check", "upgrade")  # the input `mode`; the first is the default
+PYTHON_NAME = re.compile(r"python(\d+(\.\d+)?)?")  # python, python3, python3.12
+TORCH_CHECK_SECONDS = 300.0  # importing torch from a cold disk takes a while
 
 
 def add_parser(subparsers: Any, name: str) -> None:
@@ -63,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         if warning := check_fork_safety(environ, effective.workdir,
                                         effective.allow_fork_pull_requests):
             actions.emit(actions.command("warning", warning, title="repro-gate"))
+        if mode == "check":
+            check_torch_without_image(effective, environ)
     except GateError as error:
         _record_configuration_error(error, environ)
         raise
@@ -80,6 +88,41 @@ def run(args: argparse.Namespace) -> int:
     shown = None if outcome.manifest_path is None else str(outcome.manifest_path)
     print(console.render(outcome.manifest, shown, outcome.error_detail))
     return outcome.exit_code
+
+
+def check_torch_without_image(effective: Config, environ: Mapping[str, str]) -> None:
+    """Without `image:` the training runs in the action's own image, which has no torch: a
+    Python training (the reference training included) is refused before any run unless its
+    interpreter there imports torch. An interpreter that cannot start is left to the run."""
+    if effective.container.image:
+        return
+    python = training_python(effective)
+    if python is None:
+        return
+    try:
+        completed = subprocess.run(
+            [python, "-c", "import torch"], cwd=effective.workdir, capture_output=True,
+            env={**environ, **effective.env}, timeout=TORCH_CHECK_SECONDS, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    if completed.returncode != 0:
+        raise GateError(
+            f"`{python} -c \"import torch\"` fails in the action's own image, which runs the"
+            " training when `image` is not set: set the input `image` to the training's image",
+            kind=ErrorKind.IMAGE_REQUIRED)
+
+
+def training_python(effective: Config) -> str | None:
+    """The interpreter a Python training starts with (the command's first word, or the
+    reference training's); None when the command is not a Python training."""
+    if not effective.command:
+        return sys.executable  # what the local launcher runs the reference training with
+    try:
+        first = (shlex.split(effective.command) if isinstance(effective.command, str)
+                 else list(effective.command))[0]
+    except (ValueError, IndexError):  # the shell will say what is wrong with it
+        return None
+    return first if PYTHON_NAME.fullmatch(Path(first).name) else None
 
 
 def _run_upgrade(effective: Config, environ: Mapping[str, str]) -> int:

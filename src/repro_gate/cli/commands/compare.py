@@ -144,8 +144,7 @@ def _from_run_dir(run_dir: Path, name: str) -> RunSide:
 def _collected(run_dir: Path) -> dict[str, Path]:
     """Every file the gate collects from a run directory, by the relative path it records for
     it (a file it took from the working directory keeps its path there), whatever the layout."""
-    sources = artifacts.Sources(run_dir, workdir=None, exclude=run_dir)
-    return {a.rel_path: a.path for a in artifacts.collect(sources, None, before={}).artifacts}
+    return {a.rel_path: a.path for a in artifacts.collect(run_dir, ["**/*"]).artifacts}
 
 
 def _from_manifest(

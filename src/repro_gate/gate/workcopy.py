@@ -1,0 +1,142 @@
+"""Each run's own copy of the working directory, and what the run wrote there.
+
+Every run (A, B, the cost run, the noise floor, the localisation run) starts in a fresh copy of
+the working directory under its run directory (`<output_dir>/runs/<name>/work`), in local and
+Docker mode alike: a file one run writes (a checkpoint to resume from, a cache) is never seen by
+the next run, and nothing is left in the user's tree.
+
+- The copy holds everything, `.git` included (a training may ask git for its commit), except the
+  gate's own files: its lock directory and every gate output directory (this gate's, wherever
+  it is, and any directory another gate's output lock marks).
+- Files are cloned copy-on-write where the filesystem allows (the FICLONE ioctl: btrfs, XFS,
+  overlayfs over them), else copied; never hard-linked, so a training that rewrites a file in
+  place changes only its copy. Symlinks stay symlinks; a relative one that leads out of the
+  working directory is made absolute so it still names the same file from the copy.
+- After the run, every file the run did not write is removed from the copy (with directories
+  left empty): what stays in `work/` is exactly what the run wrote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from repro_gate.errors import ErrorKind, GateError
+from repro_gate.gate.lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
+
+WORK_SUBDIR = "work"  # the run's working copy, inside its run directory
+FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
+
+
+
+@dataclass(frozen=True)
+class WorkCopy:
+    """A run's working copy (`path`) of the working directory (`source`)."""
+
+    path: Path
+    source: Path
+
+    def written(self) -> set[str]:
+        """Relative paths of the files and links the run created or changed in its copy: those
+        that differ from the working directory's in kind, size or modification time (the copy
+        keeps them)."""
+        return {rel for rel, info in _entries(self.path).items()
+                if not _same(info, self.source / rel)}
+
+    def keep_only_written(self) -> None:
+        """Remove what the run did not write, then the directories that are left empty."""
+        written = self.written()
+        for rel in _entries(self.path):
+            if rel not in written:
+                (self.path / rel).unlink(missing_ok=True)
+        for directory, _, _ in sorted(os.walk(self.path), key=lambda w: -len(w[0])):
+            if Path(directory) != self.path:
+                with contextlib.suppress(OSError):  # not empty, or not ours to remove
+                    os.rmdir(directory)
+
+
+def make(workdir: Path, target: Path, output_dir: Path) -> WorkCopy:
+    """A fresh copy of `workdir` at `target` (which must not exist) without the gate's files."""
+    if not workdir.is_dir():
+        raise GateError(f"workdir is not a directory: {workdir}", kind=ErrorKind.CONFIG)
+    try:
+        _copy_tree(workdir.resolve(), target, workdir.resolve(), output_dir.resolve())
+    except OSError as error:
+        where = error.filename or workdir
+        raise GateError(
+            f"cannot copy the working directory into {target}: {where}:"
+            f" {error.strerror or error}",
+            kind=ErrorKind.OUTPUT_DIR,
+        ) from None
+    return WorkCopy(target, workdir)
+
+
+def is_gate_file(path: Path, output_dir: Path) -> bool:
+    """The gate's lock directory, or a gate's output directory (this one or another's)."""
+    if not path.is_dir() or path.is_symlink():
+        return False
+    return (path.name == WORKDIR_LOCK_DIR or path.resolve() == output_dir
+            or (path / OUTPUT_LOCK).is_file())
+
+
+def _copy_tree(source: Path, target: Path, root: Path, output_dir: Path) -> None:
+    target.mkdir(parents=True)
+    for entry in os.scandir(source):
+        path, copy = Path(entry.path), target / entry.name
+        if is_gate_file(path, output_dir):
+            continue
+        if entry.is_symlink():
+            os.symlink(_link_target(path, root), copy)
+        elif entry.is_dir():
+            _copy_tree(path, copy, root, output_dir)
+        elif entry.is_file():
+            _copy_file(path, copy)
+        # sockets, fifos and devices are no part of a project
+    shutil.copystat(source, target)
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    """Clone `source` copy-on-write when the filesystem can, else copy its bytes."""
+    with open(source, "rb") as reader, open(target, "wb") as writer:
+        try:
+            fcntl.ioctl(writer.fileno(), FICLONE, reader.fileno())
+        except OSError:
+            shutil.copyfileobj(reader, writer, 1 << 20)
+    shutil.copystat(source, target)
+
+
+def _link_target(link: Path, root: Path) -> str:
+    """The link's target as the copy must write it: a relative target that leaves `root`
+    becomes absolute (the copy sits elsewhere), any other is kept as it is."""
+    target = os.readlink(link)
+    if os.path.isabs(target):
+        return target
+    resolved = Path(os.path.normpath(link.parent / target))
+    return target if resolved.is_relative_to(root) else str(resolved)
+
+
+def _entries(root: Path) -> dict[str, os.stat_result]:
+    """Files and symlinks below `root` (links not followed), by relative path."""
+    found: dict[str, os.stat_result] = {}
+    for directory, dirs, names in os.walk(root):
+        for name in [*names, *(d for d in dirs if Path(directory, d).is_symlink())]:
+            path = Path(directory, name)
+            found[path.relative_to(root).as_posix()] = path.lstat()
+    return found
+
+
+def _same(copied: os.stat_result, original: Path) -> bool:
+    """Whether a copy's entry is still what the copy made of `original`."""
+    try:
+        info = original.lstat()
+    except OSError:
+        return False
+    if stat.S_ISLNK(copied.st_mode) or stat.S_ISLNK(info.st_mode):
+        return stat.S_ISLNK(copied.st_mode) and stat.S_ISLNK(info.st_mode)
+    return (stat.S_ISREG(copied.st_mode) and stat.S_ISREG(info.st_mode)
+            and (copied.st_size, copied.st_mtime_ns) == (info.st_size, info.st_mtime_ns))

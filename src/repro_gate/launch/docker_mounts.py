@@ -1,0 +1,123 @@
+"""What a training container sees of the gate's files, and as which user.
+
+- The workspace (the user's working directory) is mounted read-only at its own path.
+- The run directory is mounted read-write at its own path; the gate's runs start in their
+  working copy inside it (`<run_dir>/work`, `gate.workcopy`), which is the container's working
+  directory: a training writes `model.pt` or `checkpoints/` next to itself, as it does locally.
+- The reference trajectory of a fail-fast run, read-only; an `upgrade` environment's volume,
+  read-only; the probe's directories read-only under /repro-gate/python-path/<n>.
+
+Paths keep the names the gate sees (file names in probe output and logs mean the same on both
+sides); a sibling container's bind mounts name *host* paths, translated by `PathTranslator`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import docker.types
+
+from repro_gate.errors import ErrorKind, GateError
+from repro_gate.launch.base import RunSpec
+from repro_gate.launch.host_paths import PathTranslator
+
+CONTAINER_PYTHON_PATH = PurePosixPath("/repro-gate/python-path")
+# Used when the workspace belongs to root: the training never runs as root.
+NOBODY = "65534:65534"
+
+
+@dataclass
+class RunMounts:
+    mounts: list[docker.types.Mount]
+    python_path: list[str]  # where the probe's directories are, in the container
+
+
+def default_user(workspace: Path) -> str:
+    """The workspace owner (so the runner can clean up what the training wrote); nobody for root."""
+    try:
+        info = workspace.stat()
+    except OSError:
+        return NOBODY
+    return NOBODY if info.st_uid == 0 else f"{info.st_uid}:{info.st_gid}"
+
+
+def make_writable_for(directory: Path, user: str) -> None:
+    """Give the run directory and everything in it (the working copy) to the training's user,
+    or open it up when we may not chown."""
+    uid_text, _, gid_text = user.partition(":")
+    try:
+        owner: tuple[int, int] | None = (int(uid_text), int(gid_text or uid_text))
+    except ValueError:  # a user name: only the image knows its uid
+        owner = None
+    for root, dirs, files in os.walk(directory):
+        _give(Path(root), owner, 0o777)
+        for name in [*dirs, *files]:
+            path = Path(root, name)
+            if not path.is_symlink() and path.is_file():
+                _give(path, owner, 0o666)
+
+
+def _give(path: Path, owner: tuple[int, int] | None, open_mode: int) -> None:
+    if owner is not None:
+        try:
+            os.chown(path, *owner)
+            return
+        except PermissionError:
+            pass
+    path.chmod(path.stat().st_mode | open_mode)
+
+
+def run_mounts(spec: RunSpec, staging: Path, translator: PathTranslator) -> RunMounts:
+    """The mounts of one run; probe directories the host cannot see are copied to `staging`."""
+    workspace = spec.workspace or spec.workdir
+    mounts = [
+        bind(translator, workspace, str(workspace), read_only=True),
+        bind(translator, spec.run_dir, str(spec.run_dir), read_only=False),
+    ]
+    if spec.workspace is not None:  # the run's working copy (inside the run directory)
+        mounts.append(bind(translator, spec.workdir, str(spec.workdir), read_only=False))
+    if spec.reference_trajectory is not None:
+        path = spec.reference_trajectory
+        mounts.append(bind(translator, path, str(path), read_only=True))
+    if (venv := spec.python_environment) and venv.volume:  # built by upgrade/, read-only
+        mounts.append(docker.types.Mount(str(venv.root), venv.volume, "volume", read_only=True))
+    container_paths = []
+    for index, directory in enumerate(spec.python_path):
+        target = str(CONTAINER_PYTHON_PATH / str(index))
+        source = directory
+        if translator.host_path(directory) is None:
+            # Inside the gate's image (the probe): copy it where the host can see it.
+            source = staging / str(index)
+            shutil.rmtree(source, ignore_errors=True)
+            shutil.copytree(directory, source, ignore=shutil.ignore_patterns("__pycache__"))
+        mounts.append(bind(translator, source, target, read_only=True))
+        container_paths.append(target)
+    return RunMounts(mounts, container_paths)
+
+
+def bind(translator: PathTranslator, path: Path, target: str, read_only: bool
+         ) -> docker.types.Mount:
+    """A bind mount of `path` at `target`; an error when the Docker host cannot see `path`."""
+    source = translator.host_path(path)
+    if source is None:
+        raise GateError(
+            f"{path} is not on a volume the Docker host can see; keep the workspace and"
+            " output_dir under the mounted workspace",
+            kind=ErrorKind.DOCKER,
+        )
+    return docker.types.Mount(target, source, type="bind", read_only=read_only)
+
+
+def container_argv_item(item: str, spec: RunSpec, python_path: list[str]) -> str:
+    """An argument naming a file in a probe directory (the embedded reference training) must
+    name it where that directory is mounted."""
+    for directory, target in zip(spec.python_path, python_path, strict=True):
+        try:
+            rest = Path(item).relative_to(directory)
+        except ValueError:
+            continue
+        return str(PurePosixPath(target) / rest)
+    return item

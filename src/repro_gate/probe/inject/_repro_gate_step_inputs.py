@@ -4,8 +4,10 @@ A root (a module called at depth 0, seen by the global module hooks of `_repro_g
 counts as the model when it has parameters, so a loss module called on the model's output does
 not. Of its arguments, only tensors that come from outside autograd (no `grad_fn`) are the batch:
 a tensor computed by another model (a GAN's generator output) is a forward result, not data.
-Every tensor of its output is digested (by value): a forward pass that changed by a tiny amount
-shows there even when the loss rounds to the same bits. Calls made without grad mode
+Every tensor of its output is digested: a forward pass that changed by a tiny amount shows there
+even when the loss rounds to the same bits. The digest is the ordered one, whose columns weigh
+differently: a tiny change moves elements by an ULP up or down, and the value digest's plain row
+sums miss such changes when they cancel within a row. Calls made without grad mode
 (evaluation) are not training calls. Both digests are taken when the call ends, before the
 user's own forward hooks run.
 
@@ -44,7 +46,7 @@ class StepInputs:
             results: list[Any] = []
             self._collect(output, results, 0, batch_only=False)
             if results:
-                self._outputs.append(start_digests(results, ordered=False))
+                self._outputs.append(start_digests(results, ordered=True))
         except Exception as error:
             self._on_error(f"digesting the model's inputs and output: {error!r}")
 

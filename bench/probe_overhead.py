@@ -7,7 +7,8 @@ with the probe (default mode: it only observes), interleaved, several times, and
 the medians of the mean step times and, measured in the worker after training, on its model:
 
 - record_seconds: the probe's step record as it takes it (gradients before the update,
-  parameters after it, the input batch, the loss; on CPU, large tensors sampled 1 row in K);
+  parameters after it, the input batch, the model's output, the loss; on CPU, large tensors
+  sampled 1 row in K);
 - record_seconds_by_every: the same with 1/k of each large tensor sampled, for k = 1 (whole),
   4, 16, 32, 64: what K is chosen from (see docs/performance.md);
 - params_only_seconds: as the reference in the same process, the earlier probe's record (the
@@ -94,8 +95,10 @@ def worker(args: argparse.Namespace) -> None:
     def params_only() -> None:  # the earlier probe: the parameters' ordered digests only
         finish_digests(start_digests([param for _, param in named], ordered=True))
 
-    by_every = {every: _record_timer(optimizer, named, data, loss, every) for every in EVERY}
-    record = _record_timer(optimizer, named, data, loss, None)
+    output = model(data).detach()
+    by_every = {every: _record_timer(optimizer, named, (data, output), loss, every)
+                for every in EVERY}
+    record = _record_timer(optimizer, named, (data, output), loss, None)
     print(json.dumps({
         "params": sum(p.numel() for p in model.parameters()),
         "tensors": len(named),
@@ -111,15 +114,20 @@ def worker(args: argparse.Namespace) -> None:
     }))
 
 
-def _record_timer(optimizer: Any, named: list, data: Any, loss: Any,
+def _record_timer(optimizer: Any, named: list, call: tuple[Any, Any], loss: Any,
                   every: int | None) -> Callable[[], None]:
     """One step's record, as the probe's hooks take it (K as the probe has it when None)."""
     from _repro_gate_digest import start_digests
     from _repro_gate_steps import StepRecorder
 
-    class BatchInputs:  # the input batch, digested at each call as the model's pre-hook does
+    data, output = call
+
+    class BatchInputs:  # the model's input batch and output, digested as the global hooks do
         def take(self) -> list:
             return [start_digests([data], ordered=True)]
+
+        def take_outputs(self) -> list:
+            return [start_digests([output], ordered=True)]
 
     recorder = StepRecorder(BatchInputs()) if every is None else StepRecorder(BatchInputs(), every)
     counter = [0]

@@ -103,23 +103,42 @@ def test_a_crashed_localisation_run_leaves_the_verdict_alone(project: Path) -> N
     assert manifest["reasons"][0]["code"] == "trajectory_diverged"
 
 
-@pytest.mark.parametrize(
-    ("args", "verdict"),
-    [
-        (["localise_noisy_module.py", "quiet"], "pass"),  # a passing gate
-        (["urandom_noise.py"], "fail"),  # cause backward: noise added to a gradient
-    ],
-)
-def test_other_gates_start_no_localisation_run(
-    project: Path, args: list[str], verdict: str
-) -> None:
-    result = check(project, "--no-cost", *script(args[0]), *args[1:])
+def test_a_passing_gate_starts_no_localisation_run(project: Path) -> None:
+    result = check(project, "--no-cost", *script("localise_noisy_module.py"), "quiet")
     manifest = result.manifest
-    assert manifest["verdict"] == verdict, result.stdout + result.stderr
+    assert manifest["verdict"] == "pass", result.stdout + result.stderr
     assert [r["name"] for r in manifest["runs"]] == ["A", "B"]
     assert not (project / "repro-gate-out" / "logs" / "L.log").exists()
+    assert manifest["comparison"]["first_divergence"] is None
+
+
+def test_a_backward_divergence_whose_modules_all_reproduce_stays_backward(project: Path) -> None:
+    # Noise added to a gradient after backward(): run L finds every module reproducible.
+    result = check(project, "--no-cost", *script("urandom_noise.py"))
+    manifest = result.manifest
+    assert manifest["verdict"] == "fail", result.stdout + result.stderr
+    assert validation.errors("manifest", manifest) == []
+    assert [(r["name"], r.get("purpose")) for r in manifest["runs"]] == [
+        ("A", None), ("B", None), ("L", "localisation")]
     divergence = manifest["comparison"]["first_divergence"]
-    assert divergence is None or "localisation" not in divergence
+    assert (divergence["cause"], divergence["gradients"]) == ("backward", ["head.bias"])
+    assert "localisation" not in divergence and "module" not in divergence
+
+
+def test_a_tiny_change_of_a_module_output_is_named_forward_every_time(project: Path) -> None:
+    # From step 5 `body.1` adds a constant in [0, 1e-7) from os.urandom; the loss rounds to the
+    # same bits in both runs. Each gate must name the forward pass and the module, whether the
+    # model's output showed the change or only the gradients did.
+    for _ in range(5):
+        result = check(project, "--no-cost", *script("cause_tiny_forward.py"))
+        assert result.exit_code == 1, result.stdout + result.stderr
+        manifest = result.manifest
+        assert validation.errors("manifest", manifest) == []
+        divergence = manifest["comparison"]["first_divergence"]
+        assert divergence["step"] >= 5 and divergence["loss_differs"] is False, divergence
+        assert (divergence["cause"], divergence["module"]) == ("forward", "body.1"), divergence
+        assert divergence["localisation"]["status"] == "found"
+        assert "`body.1` (TinyNoise)" in divergence["localisation"]["note"]
 
 
 @pytest.mark.parametrize(

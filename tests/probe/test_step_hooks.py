@@ -68,9 +68,9 @@ def train_with_recorder(probe_module: Callable[[str], ModuleType], layers: int,
     logs, completed = [], []
     for step in (1, 2, 3):
         batch = torch.randn(4, 8, generator=generator).to(device)
-        loss = model(batch).pow(2).mean()
-        if step == 1:
-            inputs.on_root_call(model, (batch,), {})  # as the probe's global hooks do
+        output = model(batch)
+        inputs.on_root_call(model, (batch,), {}, output)  # as the probe's global hooks do
+        loss = output.pow(2).mean()
         optimizer.zero_grad()
         loss.backward()
         log = OpLog()
@@ -102,7 +102,7 @@ def test_step_hooks_dispatch_a_fixed_number_of_ops_and_never_wait_for_the_device
         records = [records[0] for records in completed[1:]] + flushed
         assert all(len(r["params"]) == len(r["grads"]) == 2 * layers for r in records)
         assert "init" in records[0] and "init" not in records[1]
-        assert all(r["inputs"] is not None and r["loss"] is not None for r in records)
+        assert all(None not in (r["inputs"], r["outputs"], r["loss"]) for r in records)
     assert kernels[5] == kernels[100]
     assert len(kernels[5]) <= 20, kernels[5]  # 8 per digest set, the loss, the transfer
 

@@ -1,8 +1,11 @@
 """Why two runs diverge: the cause of the first divergent step, from the probe's step records.
 
-The records follow a training step in order (the initial parameters, the input batch, the loss,
-the gradients before the update, the parameters after it), and the first of them that differs
-between the runs is the cause. A cause needs its record in both runs, and every record before it
+The records follow a training step in order (the initial parameters, the input batch, the
+model's output, the loss, the gradients before the update, the parameters after it), and the
+first of them that differs between the runs is the cause. The model's output (`outputs`) is
+compared only when both records have it (records of earlier probes do not): a forward pass that
+changed by a tiny amount can leave the loss's bits equal, and its output still tells it apart
+from the backward pass. A cause needs its record in both runs, and every record before it
 equal: otherwise it is `unknown`, with a note saying which record was missing. At a step after
 the first, the initial parameters are known equal (they would have changed step 1).
 
@@ -90,6 +93,9 @@ def _classify(a: StepRecord, b: StepRecord) -> Diagnosis:
                         " parameters under grad mode)")
     if inputs_a != inputs_b:
         return {"cause": Cause.INPUT}
+    outputs_a, outputs_b = a.get("outputs"), b.get("outputs")
+    if outputs_a is not None and outputs_b is not None and outputs_a != outputs_b:
+        return {"cause": Cause.FORWARD}  # the loss may still round to the same bits
     loss_a, loss_b = a.get("loss"), b.get("loss")
     if loss_a is None or loss_b is None:
         return _unknown("the loss was not recorded (no backward() of a scalar)")

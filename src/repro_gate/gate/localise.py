@@ -4,8 +4,11 @@ When the gate has failed bitwise with a first divergence of cause `forward` at s
 one more deterministic run, `L`, trains up to step k with the probe's localiser on
 (REPRO_GATE_LOCALISE_STEP=k): during step k it runs every module call a second time from the same
 inputs and random state, and the first module whose output changes is named in its localise.json
-(the probe's `_repro_gate_localise`). Passing gates, tolerance gates and other causes never start
-it. It is listed in the manifest's runs[] with `purpose: localisation`, and is never compared,
+(the probe's `_repro_gate_localise`). A `backward` divergence (equal loss and model output,
+different gradients) starts it too: a module whose output changed by less than the model's output
+rounds away still changes the gradients, and when run L finds one the cause is `forward` with
+that module; otherwise it stays `backward`. Passing gates, tolerance gates and other causes never
+start it. It is listed in the manifest's runs[] with `purpose: localisation`, and is never compared,
 timed for the cost or counted as a deterministic run. It never changes the verdict: a crash, a
 timeout or a missing file gives `localisation.status: failed` with a one-line note.
 """
@@ -25,6 +28,7 @@ from repro_gate.launch.base import Launcher, RunSpec
 RUN_NAME = "L"
 SPARE_RUN_NAME = "localisation"  # when a gate of 12 or more runs already has a run L
 PURPOSE = "localisation"
+LOCALISED_CAUSES = ("forward", "backward")
 
 Execute = Callable[[RunSpec], runs.RunRecord]
 
@@ -36,13 +40,14 @@ def localise(
     comparison: dict[str, Any],
     execute: Execute,
 ) -> None:
-    """For a bitwise `forward` divergence: run L, then set the divergence's `module` and
-    `localisation`. Never raises: the verdict is already decided."""
+    """For a bitwise `forward` (or `backward`) divergence: run L, then set the divergence's
+    `module` and `localisation` (a `backward` one only when run L found a module, and then its
+    cause is `forward`). Never raises: the verdict is already decided."""
     divergence = comparison.get("first_divergence")
     if (
         comparison.get("basis") != "bitwise"
         or not divergence
-        or divergence.get("cause") != "forward"
+        or divergence.get("cause") not in LOCALISED_CAUSES
         or state.strict_stop
     ):
         return
@@ -53,15 +58,20 @@ def localise(
         spec.env[probe.ENV_LOCALISE_STEP] = str(step)
         record = execute(spec)
     except GateError as error:  # a signal too: the verdict is decided, the gate reports it
-        divergence.update(module=None, localisation=_failed(name, one_line(error.message)))
-        return
+        found = {"module": None, "localisation": _failed(name, one_line(error.message))}
     except Exception as error:  # the verdict is already decided: nothing here may change it
         note = f"run {name} could not run: {type(error).__name__}: {one_line(error)}"
-        divergence.update(module=None, localisation=_failed(name, note))
-        return
-    record.purpose = PURPOSE
-    state.records.append(record)
-    divergence.update(outcome(record, step, rank))
+        found = {"module": None, "localisation": _failed(name, note)}
+    else:
+        record.purpose = PURPOSE
+        state.records.append(record)
+        found = outcome(record, step, rank)
+    if divergence["cause"] == "backward":
+        if found["localisation"]["status"] != "found":
+            return  # every module reproduced its output: the backward pass it stays
+        divergence.pop("gradients", None)
+        divergence["cause"] = "forward"
+    divergence.update(found)
 
 
 def outcome(record: runs.RunRecord, step: int, rank: int) -> dict[str, Any]:

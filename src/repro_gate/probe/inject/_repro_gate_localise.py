@@ -36,6 +36,7 @@ from typing import Any
 
 from _repro_gate_contract import ENV_LOCALISE_STEP, LOCALISE_FILE, rank_file
 from _repro_gate_files import int_env, write_json
+from _repro_gate_hook_ids import probe_hook_ids
 from _repro_gate_ranks import rank_and_world_size
 from _repro_gate_rerun import (
     ModuleState,
@@ -102,7 +103,8 @@ class Localiser:
 
     def start(self) -> None:
         optimizers = importlib.import_module("torch.optim.optimizer")
-        optimizers.register_optimizer_step_post_hook(self._on_step)
+        with probe_hook_ids():
+            optimizers.register_optimizer_step_post_hook(self._on_step)
         os.register_at_fork(after_in_child=self._after_fork)
         if self._step == 1:
             self._arm()
@@ -124,10 +126,11 @@ class Localiser:
     def _arm(self) -> None:
         try:
             hooks = importlib.import_module("torch.nn.modules.module")
-            self._handles = [
-                hooks.register_module_forward_pre_hook(self._before_call),
-                hooks.register_module_forward_hook(self._after_call, with_kwargs=True),
-            ]
+            with probe_hook_ids():
+                self._handles = [
+                    hooks.register_module_forward_pre_hook(self._before_call),
+                    hooks.register_module_forward_hook(self._after_call, with_kwargs=True),
+                ]
         except Exception as error:
             self._on_error(f"localisation hooks: {error!r}")
             self._disarm()

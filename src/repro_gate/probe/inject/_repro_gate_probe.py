@@ -223,6 +223,7 @@ class Probe:
 
     def _install_torch_hooks(self, torch: Any) -> None:
         from _repro_gate_alerts import WARNING_PATTERN, AlertRecorder
+        from _repro_gate_hook_ids import probe_hook_ids
         from _repro_gate_step_inputs import StepInputs
         from _repro_gate_steps import StepRecorder
 
@@ -235,8 +236,9 @@ class Probe:
         wrap_showwarnmsg(self._on_warning, self._error)
         wrap_backward(torch, self._note_loss)
         optimizers = importlib.import_module("torch.optim.optimizer")
-        optimizers.register_optimizer_step_pre_hook(self._before_optimizer_step)
-        optimizers.register_optimizer_step_post_hook(self._on_optimizer_step)
+        with probe_hook_ids():  # the training's hooks keep the numbers they have without it
+            optimizers.register_optimizer_step_pre_hook(self._before_optimizer_step)
+            optimizers.register_optimizer_step_post_hook(self._on_optimizer_step)
         self._param_names.watch_forward(True)
         self._arms = cost_arms(self.mode, torch, self._error, self.max_steps)
         if os.environ.get(ENV_LOCALISE_STEP):
@@ -274,9 +276,9 @@ class Probe:
             self._stop("max_steps", self.steps)
         self.last_step_end = time.perf_counter()
 
-    def _on_root_call(self, module: Any, args: Any, kwargs: Any) -> None:
+    def _on_root_call(self, module: Any, args: Any, kwargs: Any, output: Any) -> None:
         if self._inputs is not None and self._is_mine():
-            self._inputs.on_root_call(module, args, kwargs)
+            self._inputs.on_root_call(module, args, kwargs, output)
 
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not self._is_mine() or self.stopped:

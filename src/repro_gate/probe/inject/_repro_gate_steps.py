@@ -2,19 +2,21 @@
 
 The pre-hook queues the gradients' digests (the optimizer may change them in place) and, before
 the first step, the parameters as initialised; the post-hook adds the parameters after the
-update, the step's input batch and the loss, and starts copying all of it to the host in one
-transfer per device (`_repro_gate_host_read`). On the host (CPU) the record is complete at once.
-On an accelerator it is read at the next step's post-hook, or when the run ends (`flush`), so
-the host never waits for the device: fail-fast sees a step's record one step later.
+update, the step's input batch, the model's output and the loss, and starts copying all of it
+to the host in one transfer per device (`_repro_gate_host_read`). On the host (CPU) the record
+is complete at once. On an accelerator it is read at the next step's post-hook, or when the run
+ends (`flush`), so the host never waits for the device: fail-fast sees a step's record one step
+later.
 
 Sampling (host only): a full pass over every parameter and gradient at every step costs more
 than the probe's budget on a CPU (docs/performance.md). So the parameters and gradients of
 tensors of at least SAMPLE_MIN_ELEMENTS are digested 1/K at a time (K = SAMPLE_EVERY): at step s,
 the ((s - 1) mod K)-th of K blocks of consecutive rows, so that every element is covered within
-K steps; such a record says `"sampled": K`. The loss (exact bits), the input batch and the
-initial parameters are always recorded in full, as are smaller tensors, so a divergence shows in
-the loss at once or in the rotation within K steps, and fail-fast still stops the run. What
-sampling costs is precision about where it started (see compare/cause.py's caveat).
+K steps; such a record says `"sampled": K`. The loss (exact bits), the input batch, the model's
+output (`"outputs"`) and the initial parameters are always recorded in full, as are smaller
+tensors, so a divergence shows in the loss or the output at once or in the rotation within K
+steps, and fail-fast still stops the run. What sampling costs is precision about where it
+started (see compare/cause.py's caveat).
 """
 
 from __future__ import annotations
@@ -48,16 +50,17 @@ class PendingRecord:
     """One step's record whose values are on their way to the host."""
 
     def __init__(self, header: dict[str, Any], names: list[str], params: PendingDigests,
-                 inputs: list[PendingDigests], before: StepEvidence | None,
-                 loss: torch.Tensor | None, every: int) -> None:
+                 calls: tuple[list[PendingDigests], list[PendingDigests]],
+                 before: StepEvidence | None, loss: torch.Tensor | None, every: int) -> None:
         self.header = header
         self.names = names
         self.params = params
-        self.inputs = inputs
+        self.inputs, self.outputs = calls
         self.grads = before.grads if before is not None else None
         self.init = before.init if before is not None else None
         self.every = every
-        self._batches = [params, *inputs, *(b for b in (self.grads, self.init) if b is not None)]
+        self._batches = [params, *self.inputs, *self.outputs,
+                         *(b for b in (self.grads, self.init) if b is not None)]
         parts = [part for batch in self._batches for part in batch.parts]
         self.loss_dtype = None if loss is None else loss.dtype
         if loss is not None:  # its raw bits, turned back into a float on the host when read
@@ -78,8 +81,8 @@ class PendingRecord:
 
         record = {**self.header, "loss": loss, "params": by_name(self.params),
                   "grads": by_name(self.grads) if self.grads is not None else None}
-        inputs = [d for batch in self.inputs for d in digests[id(batch)] if d is not None]
-        record["inputs"] = combine_digests(inputs) if inputs else None
+        record["inputs"] = _combined(self.inputs, digests)
+        record["outputs"] = _combined(self.outputs, digests)
         if self.init is not None:
             record["init"] = by_name(self.init)
         if any(batch.sampled for batch in self._batches):
@@ -123,8 +126,10 @@ class StepRecorder:
         finished = self.flush()
         params = start_digests([param for _, param in named], ordered=False,
                                sample=self.sample(header["step"]))
-        inputs = self._inputs.take() if self._inputs is not None else []
-        pending = PendingRecord(header, names, params, inputs, before, loss, self.every)
+        calls: tuple[list[PendingDigests], list[PendingDigests]] = ([], [])
+        if self._inputs is not None:
+            calls = (self._inputs.take(), self._inputs.take_outputs())
+        pending = PendingRecord(header, names, params, calls, before, loss, self.every)
         if pending.read.lagged:
             self._pending = pending
         else:
@@ -139,6 +144,12 @@ class StepRecorder:
     def reset(self) -> None:
         """Forget what the parent process had queued (in a forked child)."""
         self._before = self._pending = None
+
+
+def _combined(batches: list[PendingDigests], digests: dict[int, list[str | None]]) -> str | None:
+    """One digest of the tensors of a step's model calls, in call order; None without any."""
+    found = [d for batch in batches for d in digests[id(batch)] if d is not None]
+    return combine_digests(found) if found else None
 
 
 _FLOAT_FORMATS = {torch.float64: ("<Q", "<d", 64), torch.float32: ("<I", "<f", 32),

@@ -237,3 +237,17 @@ def test_markdown_previews_what_would_be_posted_without_github(project: Path) ->
     assert summary.startswith("### ✅ repro-gate: bit-for-bit reproducible")
     assert "**Reasons**" in job
     assert path.read_bytes() == before  # nothing recorded: nothing was posted
+
+
+def test_a_push_run_looks_for_no_pull_request(
+    tmp_path: Path, github: FakeGitHub, manifest: dict[str, Any]
+) -> None:
+    env = fork_workflow_run_env(tmp_path, github)
+    payload = json.loads(Path(env["GITHUB_EVENT_PATH"]).read_text(encoding="utf-8"))
+    payload["workflow_run"]["event"] = "push"
+    Path(env["GITHUB_EVENT_PATH"]).write_text(json.dumps(payload), encoding="utf-8")
+    result = repro_gate(env, "--manifest", str(write_manifest(tmp_path, manifest)))
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("check run created, status skipped, comment skipped")
+    assert github.requests_to("GET", "/pulls$") == []

@@ -65,7 +65,8 @@ def context_from_environment(environ: Mapping[str, str]) -> EventContext:
         prs = run.get("pull_requests")
         if isinstance(prs, list) and prs:
             pull_request = _number(_mapping(prs[0]).get("number"))
-        head_label = _head_label(run)
+        if run.get("event") in PULL_REQUEST_EVENTS:  # a push's run has no pull request to find
+            head_label = _head_label(run)
     repository = environ.get("GITHUB_REPOSITORY") or None
     workspace = environ.get("GITHUB_WORKSPACE")
     return EventContext(

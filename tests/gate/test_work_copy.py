@@ -3,6 +3,7 @@ part of the code's state. Real gates on a fresh git clone of a real project."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -98,3 +99,21 @@ def test_the_copy_leaves_out_the_gates_files_and_keeps_links(tmp_path: Path) -> 
     copy.keep_only_written()
     assert sorted(p.relative_to(copy.path).as_posix() for p in copy.path.rglob("*")) == [
         "model.pt", "sub", "sub/train.py"]
+
+
+def test_the_probes_records_name_the_users_files(tmp_path: Path) -> None:
+    workdir, output_dir = tmp_path / "work", tmp_path / "out"
+    workdir.mkdir()
+    (workdir / "train.py").write_text("print()\n")
+    copy = workcopy.make(workdir, output_dir / "runs" / "A" / "work", output_dir)
+    probe_dir = output_dir / "runs" / "A" / ".repro-gate"
+    probe_dir.mkdir()
+    alerts = [{"file": f"{copy.path}/train.py", "line": 3},
+              {"file": f"{copy.path}-other/train.py", "line": 4}, {"cwd": str(copy.path)}]
+    (probe_dir / "alerts.json").write_text(json.dumps(alerts))
+
+    copy.name_workspace_files(probe_dir)
+
+    assert json.loads((probe_dir / "alerts.json").read_text()) == [
+        {"file": f"{workdir}/train.py", "line": 3},
+        {"file": f"{copy.path}-other/train.py", "line": 4}, {"cwd": str(workdir)}]

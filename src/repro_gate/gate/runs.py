@@ -222,7 +222,9 @@ def execute(
     with progress.watching_run(spec, sink):
         outcome = launcher.run(spec, sink)
     if spec.workspace is not None:
-        workcopy.WorkCopy(spec.workdir, spec.workspace).keep_only_written()
+        copy = workcopy.WorkCopy(spec.workdir, spec.workspace)
+        copy.name_workspace_files(probe.probe_output_dir(spec.run_dir))
+        copy.keep_only_written()
     trajectories = probe.read_trajectories(spec.run_dir)
     ranks = sorted({0, *trajectories})
     statuses = [probe.read_json(spec.run_dir, probe.STATUS_FILE, rank) for rank in ranks]

@@ -14,13 +14,18 @@ the next run, and nothing is left in the user's tree.
   working directory is made absolute so it still names the same file from the copy.
 - After the run, every file the run did not write is removed from the copy (with directories
   left empty): what stays in `work/` is exactly what the run wrote.
+- The probe's records name the user's files, not the copy's: a path into the copy in the
+  probe's JSON files (an op's `file`, where a parameter was created) is rewritten to the same
+  path in the working directory, so reports point at the user's own `train.py:42`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
+import re
 import shutil
 import stat
 from dataclasses import dataclass
@@ -47,6 +52,20 @@ class WorkCopy:
         keeps them)."""
         return {rel for rel, info in _entries(self.path).items()
                 if not _same(info, self.source / rel)}
+
+    def name_workspace_files(self, probe_dir: Path) -> None:
+        """Rewrite paths into the copy as paths into the working directory in the probe's JSON
+        files (written by the run; read back by the gate)."""
+        copy = json.dumps(str(self.path))[1:-1]
+        pattern = re.compile(re.escape(copy) + r'(?=[/"])')
+        workspace = json.dumps(str(self.source))[1:-1]
+        for path in probe_dir.glob("*.json"):
+            try:
+                text = path.read_text(encoding="utf-8")
+                if copy in text:
+                    path.write_text(pattern.sub(lambda _: workspace, text), encoding="utf-8")
+            except (OSError, UnicodeError):  # unreadable: the gate's reader reports it
+                continue
 
     def keep_only_written(self) -> None:
         """Remove what the run did not write, then the directories that are left empty."""

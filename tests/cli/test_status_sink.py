@@ -6,11 +6,19 @@ from __future__ import annotations
 import io
 import os
 
+import pytest
+
 from repro_gate.cli.sinks import CLEAR_LINE, RunSink
-from repro_gate.launch.progress import LOG_STATUS_SECONDS, TERMINAL_STATUS_SECONDS
+from repro_gate.launch.progress import (
+    ENV_STATUS_SECONDS,
+    FIRST_STATUS_SECONDS,
+    LOG_STATUS_SECONDS,
+    TERMINAL_STATUS_SECONDS,
+)
 
 
-def test_on_a_terminal_the_status_is_rewritten_in_place() -> None:
+def test_on_a_terminal_the_status_is_rewritten_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_STATUS_SECONDS, raising=False)
     main, secondary = os.openpty()
     with open(secondary, "w", encoding="utf-8") as terminal:
         sink = RunSink("A", lambda: terminal)
@@ -19,7 +27,7 @@ def test_on_a_terminal_the_status_is_rewritten_in_place() -> None:
         sink("the training speaks")
         sink.status("step 5, 2 steps/s, 3 s elapsed")
         sink.end_status()
-        assert sink.status_every() == TERMINAL_STATUS_SECONDS
+        assert sink.status_timing() == (FIRST_STATUS_SECONDS, TERMINAL_STATUS_SECONDS)
     shown = os.read(main, 4096).decode()
     os.close(main)
     assert shown == (
@@ -29,11 +37,14 @@ def test_on_a_terminal_the_status_is_rewritten_in_place() -> None:
         f"{CLEAR_LINE}[A] repro-gate: step 5, 2 steps/s, 3 s elapsed{CLEAR_LINE}")
 
 
-def test_in_a_log_the_status_is_a_plain_line_even_when_quiet() -> None:
+def test_in_a_log_the_status_is_a_plain_line_even_when_quiet(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_STATUS_SECONDS, raising=False)
     log = io.StringIO()
     sink = RunSink("B", lambda: log, quiet=True)
     sink("not shown when quiet")
     sink.status("step 2 of 6, 1 steps/s, 4 s elapsed, about 4 s left")
     sink.end_status()
     assert log.getvalue() == "[B] repro-gate: step 2 of 6, 1 steps/s, 4 s elapsed, about 4 s left\n"
-    assert sink.status_every() == LOG_STATUS_SECONDS
+    # in a log, a short run adds no line at all
+    assert sink.status_timing() == (LOG_STATUS_SECONDS, LOG_STATUS_SECONDS)

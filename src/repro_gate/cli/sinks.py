@@ -55,10 +55,9 @@ class RunSink:
         with self._lock:
             self._clear_status()
 
-    def status_every(self) -> float:
-        live = self._live()
-        return progress.every(progress.TERMINAL_STATUS_SECONDS if live
-                              else progress.LOG_STATUS_SECONDS)
+    def status_timing(self) -> tuple[float, float]:
+        """Seconds before the first status and between two (launch/progress.py)."""
+        return progress.timing(self._live())
 
     def _live(self) -> bool:
         try:

@@ -7,7 +7,7 @@ known (a run after A is expected to take A's steps). While an environment builds
 is what is built and for how long.
 
 The sink decides how a status is shown (cli/sinks.py): a line rewritten in place on a terminal,
-a plain line every `status_every()` seconds in a log, each with the run's name (the sink's).
+a plain line every LOG_STATUS_SECONDS in a log, each with the run's name (the sink's).
 A sink without `status` shows nothing.
 """
 
@@ -25,7 +25,7 @@ from typing import Protocol, runtime_checkable
 from repro_gate.launch.base import RunSpec
 from repro_gate.probe import ENV_MAX_STEPS, TRAJECTORY_FILE, probe_output_dir
 
-# Seconds before the first status (a short run stays quiet) and between statuses in a log.
+# Seconds before the first status on a terminal, between statuses there and in a log.
 FIRST_STATUS_SECONDS = 5.0
 LOG_STATUS_SECONDS = 30.0
 TERMINAL_STATUS_SECONDS = 1.0
@@ -44,8 +44,8 @@ class StatusSink(Protocol):
         """Show `text` as the current status (replacing the previous one where it can)."""
         ...
 
-    def status_every(self) -> float:
-        """Seconds between two statuses."""
+    def status_timing(self) -> tuple[float, float]:
+        """Seconds before the first status, and between two statuses."""
         ...
 
     def end_status(self) -> None:
@@ -53,13 +53,19 @@ class StatusSink(Protocol):
         ...
 
 
-def every(default: float) -> float:
-    """The interval between statuses: `default`, unless the environment sets one."""
+def timing(live: bool) -> tuple[float, float]:
+    """(first, every): seconds before the first status and between two. On a terminal the
+    status is live after a few seconds; in a log a line comes every LOG_STATUS_SECONDS, so a
+    short run adds none. ENV_STATUS_SECONDS, when set, is both."""
     try:
         value = float(os.environ.get(ENV_STATUS_SECONDS, ""))
     except ValueError:
-        return default
-    return value if value > 0 else default
+        value = 0.0
+    if value > 0:
+        return value, value
+    if live:
+        return FIRST_STATUS_SECONDS, TERMINAL_STATUS_SECONDS
+    return LOG_STATUS_SECONDS, LOG_STATUS_SECONDS
 
 
 @dataclass
@@ -172,9 +178,9 @@ def watching_build(what: str, sink: object) -> Iterator[None]:
 
 @contextmanager
 def _ticking(tick: Callable[[], None], sink: StatusSink) -> Iterator[None]:
-    interval = sink.status_every()
+    first, interval = sink.status_timing()
     try:
-        with Ticker(tick, min(FIRST_STATUS_SECONDS, interval), interval):
+        with Ticker(tick, first, interval):
             yield
     finally:
         sink.end_status()

@@ -228,12 +228,12 @@ class Probe:
         from _repro_gate_alerts import WARNING_PATTERN, AlertRecorder
         from _repro_gate_hook_ids import probe_hook_ids
         from _repro_gate_step_inputs import StepInputs
-        from _repro_gate_steps import StepRecorder
+        from _repro_gate_steps import SAMPLE_EVERY, SAMPLE_MIN_ELEMENTS, StepRecorder
 
         self._alerts = AlertRecorder(
             [os.path.dirname(torch.__file__), _PROBE_DIR], lambda: self.steps + 1
         )
-        self._inputs = StepInputs(torch, self._error)
+        self._inputs = StepInputs(torch, self._error, (SAMPLE_EVERY, SAMPLE_MIN_ELEMENTS))
         self._recorder = StepRecorder(self._inputs)
         warnings.filterwarnings("always", message=WARNING_PATTERN, category=UserWarning)
         wrap_showwarnmsg(self._on_warning, self._error)

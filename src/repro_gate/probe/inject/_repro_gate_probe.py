@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib
 import os
 import random
 import sys
@@ -226,7 +225,7 @@ class Probe:
 
     def _install_torch_hooks(self, torch: Any) -> None:
         from _repro_gate_alerts import WARNING_PATTERN, AlertRecorder
-        from _repro_gate_hook_ids import probe_hook_ids
+        from _repro_gate_hook_ids import register_optimizer_step_hooks
         from _repro_gate_step_inputs import StepInputs
         from _repro_gate_steps import SAMPLE_EVERY, SAMPLE_MIN_ELEMENTS, StepRecorder
 
@@ -238,10 +237,7 @@ class Probe:
         warnings.filterwarnings("always", message=WARNING_PATTERN, category=UserWarning)
         wrap_showwarnmsg(self._on_warning, self._error)
         wrap_backward(torch, self._note_loss)
-        optimizers = importlib.import_module("torch.optim.optimizer")
-        with probe_hook_ids():  # the training's hooks keep the numbers they have without it
-            optimizers.register_optimizer_step_pre_hook(self._before_optimizer_step)
-            optimizers.register_optimizer_step_post_hook(self._on_optimizer_step)
+        register_optimizer_step_hooks(self._before_optimizer_step, self._on_optimizer_step)
         self._param_names.watch_forward(True)
         self._arms = cost_arms(self.mode, torch, self._error, self.max_steps)
         if os.environ.get(ENV_LOCALISE_STEP):

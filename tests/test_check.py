@@ -80,10 +80,13 @@ def test_nondeterminism_seeding_cannot_fix_fails_at_the_right_step(
     assert divergence["cause"] == cause
     assert divergence["runs"] == ["A", "B"]
     assert manifest["reasons"][0]["code"] == "trajectory_diverged"
-    # fail-fast: run B stopped at the divergent step, and no cost run was spent.
+    # fail-fast: run B stopped at the divergent step, and no cost run was spent. A backward
+    # cause gets the localisation run L, which finds every module reproducible here.
     run_b = manifest["runs"][1]
     assert (run_b["stopped"], run_b["steps"]) == ("divergence", step)
-    assert [r["name"] for r in manifest["runs"]] == ["A", "B"]
+    localised = ["L"] if cause == "backward" else []
+    assert [r["name"] for r in manifest["runs"]] == ["A", "B", *localised]
+    assert "module" not in divergence
     assert f"first divergence: step {step}" in result.stdout
 
 

@@ -6,6 +6,7 @@ the gate's variables for a deterministic run). Both must write byte-identical fi
 the same lines; the probe must have recorded the training's steps. The trainings do what the
 probe could disturb: save the whole model (`torch.save(model)`, pickle), deep-copy it (EMA,
 `AveragedModel`), register and count hooks, and start DataLoader workers by fork and by spawn.
+The language model is also gated as a user would gate it, through `repro-gate check`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from gate_cli import check, script
 
 from repro_gate.probe import INJECT_DIR, STATUS_FILE, read_json, read_trajectory
 
@@ -76,3 +78,17 @@ def test_the_probe_changes_neither_the_checkpoints_nor_the_output(tmp_path: Path
     trajectory = read_trajectory(tmp_path / "gated-run")
     assert len(trajectory) == status["steps"]
     assert all(record["inputs"] and record["outputs"] for record in trajectory)
+
+
+@pytest.mark.slow
+def test_a_language_model_that_saves_itself_whole_passes_the_gate(tmp_path: Path) -> None:
+    shutil.copytree(TRAININGS, tmp_path, dirs_exist_ok=True)
+    saves = tmp_path / "saves"
+    saves.mkdir()
+    _, plain_files = run(tmp_path, CASES["word_language_model"], "plain", probe=False)
+    result = check(tmp_path, "--no-cost", *script("word_language_model.py"), str(saves))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.manifest["verdict"] == "pass"
+    assert all(run["steps"] > 0 for run in result.manifest["runs"])
+    digest = hashlib.sha256((saves / "model.pt").read_bytes()).hexdigest()
+    assert {"model.pt": digest} == plain_files  # what run B saved, byte for byte

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 FIRST_PROBE_ID = 1 << 62
 _next_probe_id = FIRST_PROBE_ID
@@ -31,3 +32,11 @@ def probe_hook_ids() -> Iterator[None]:
     finally:
         _next_probe_id = handles.next_id
         handles.next_id = saved
+
+
+def register_optimizer_step_hooks(before: Callable[..., Any], after: Callable[..., Any]) -> None:
+    """The probe's global optimizer step pre- and post-hooks, numbered as the probe's."""
+    optimizers = importlib.import_module("torch.optim.optimizer")
+    with probe_hook_ids():
+        optimizers.register_optimizer_step_pre_hook(before)
+        optimizers.register_optimizer_step_post_hook(after)

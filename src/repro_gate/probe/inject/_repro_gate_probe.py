@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib
 import os
 import random
 import sys
@@ -223,22 +222,19 @@ class Probe:
 
     def _install_torch_hooks(self, torch: Any) -> None:
         from _repro_gate_alerts import WARNING_PATTERN, AlertRecorder
-        from _repro_gate_hook_ids import probe_hook_ids
+        from _repro_gate_hook_ids import register_optimizer_step_hooks
         from _repro_gate_step_inputs import StepInputs
-        from _repro_gate_steps import StepRecorder
+        from _repro_gate_steps import SAMPLE_EVERY, SAMPLE_MIN_ELEMENTS, StepRecorder
 
         self._alerts = AlertRecorder(
             [os.path.dirname(torch.__file__), _PROBE_DIR], lambda: self.steps + 1
         )
-        self._inputs = StepInputs(torch, self._error)
+        self._inputs = StepInputs(torch, self._error, (SAMPLE_EVERY, SAMPLE_MIN_ELEMENTS))
         self._recorder = StepRecorder(self._inputs)
         warnings.filterwarnings("always", message=WARNING_PATTERN, category=UserWarning)
         wrap_showwarnmsg(self._on_warning, self._error)
         wrap_backward(torch, self._note_loss)
-        optimizers = importlib.import_module("torch.optim.optimizer")
-        with probe_hook_ids():  # the training's hooks keep the numbers they have without it
-            optimizers.register_optimizer_step_pre_hook(self._before_optimizer_step)
-            optimizers.register_optimizer_step_post_hook(self._on_optimizer_step)
+        register_optimizer_step_hooks(self._before_optimizer_step, self._on_optimizer_step)
         self._param_names.watch_forward(True)
         self._arms = cost_arms(self.mode, torch, self._error, self.max_steps)
         if os.environ.get(ENV_LOCALISE_STEP):

@@ -7,7 +7,12 @@ a tensor computed by another model (a GAN's generator output) is a forward resul
 Every tensor of its output is digested: a forward pass that changed by a tiny amount shows there
 even when the loss rounds to the same bits. The digest is the ordered one, whose columns weigh
 differently: a tiny change moves elements by an ULP up or down, and the value digest's plain row
-sums miss such changes when they cancel within a row. Calls made without grad mode
+sums miss such changes when they cancel within a row. On the host, an output of at least
+SAMPLE_MIN_ELEMENTS (a language model's logits) is digested one block of rows in SAMPLE_EVERY
+at a time, rotating call by call, as parameters are (_repro_gate_steps): whole, its ordered
+digest could cost a third of such a step on CPU. A change in rows not sampled leaves the
+outputs equal, and the gradients tell it: the cause is then `backward`, and the gate's
+localisation run, which every `backward` cause gets, finds the module. Calls made without grad mode
 (evaluation) are not training calls. Both digests are taken when the call ends, before the
 user's own forward hooks run.
 
@@ -20,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from _repro_gate_digest import PendingDigests, start_digests
+from _repro_gate_digest import PendingDigests, Sample, start_digests
 
 MAX_NESTING = 4  # how deep lists, tuples and dicts of tensors are searched
 
@@ -28,11 +33,14 @@ MAX_NESTING = 4  # how deep lists, tuples and dicts of tensors are searched
 class StepInputs:
     """Collects the digests of the model's inputs and outputs between two optimizer steps."""
 
-    def __init__(self, torch: Any, on_error: Callable[[str], None]) -> None:
+    def __init__(self, torch: Any, on_error: Callable[[str], None],
+                 sample: tuple[int, int] = (1, 0)) -> None:
         self._torch = torch
         self._on_error = on_error
         self._pending: list[PendingDigests] = []
         self._outputs: list[PendingDigests] = []
+        self._every, self._min_elements = sample  # how large outputs are sampled on the host
+        self._calls = 0  # the model's calls digested: the sampled block rotates with them
 
     def on_root_call(self, module: Any, args: Any, kwargs: Any, output: Any = None) -> None:
         """A root module's call ended: digest its inputs and output if it is the model."""
@@ -46,7 +54,9 @@ class StepInputs:
             results: list[Any] = []
             self._collect(output, results, 0, batch_only=False)
             if results:
-                self._outputs.append(start_digests(results, ordered=True))
+                sample = Sample(self._every, self._calls % self._every, self._min_elements)
+                self._calls += 1
+                self._outputs.append(start_digests(results, ordered=True, sample=sample))
         except Exception as error:
             self._on_error(f"digesting the model's inputs and output: {error!r}")
 

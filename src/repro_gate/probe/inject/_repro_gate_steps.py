@@ -13,9 +13,10 @@ than the probe's budget on a CPU (docs/performance.md). So the parameters and gr
 tensors of at least SAMPLE_MIN_ELEMENTS are digested 1/K at a time (K = SAMPLE_EVERY): at step s,
 the ((s - 1) mod K)-th of K blocks of consecutive rows, so that every element is covered within
 K steps; such a record says `"sampled": K`. The loss (exact bits), the input batch, the model's
-output (`"outputs"`) and the initial parameters are always recorded in full, as are smaller
-tensors, so a divergence shows in the loss or the output at once or in the rotation within K
-steps, and fail-fast still stops the run. What sampling costs is precision about where it
+output (`"outputs"`, sampled the same way on the host only when it is as large) and the
+initial parameters are always recorded in full, as are smaller tensors, so a divergence shows
+in the loss or the output at once or in the rotation within K steps, and fail-fast still stops
+the run. What sampling costs is precision about where it
 started (see compare/cause.py's caveat).
 """
 
@@ -85,7 +86,8 @@ class PendingRecord:
         record["outputs"] = _combined(self.outputs, digests)
         if self.init is not None:
             record["init"] = by_name(self.init)
-        if any(batch.sampled for batch in self._batches):
+        # The output's sampling is not the parameters' (see _repro_gate_step_inputs).
+        if any(b.sampled for b in (self.params, self.grads, self.init) if b is not None):
             record["sampled"] = self.every
         return record
 

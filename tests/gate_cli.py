@@ -36,3 +36,22 @@ def check(workdir: Path, *args: str, timeout: float = 240) -> Result:
 
 def script(name: str) -> list[str]:
     return ["--", sys.executable, name]
+
+
+def assert_one_line_error(result: Result, code: str, *needles: str) -> dict:
+    """The gate ended in the error `code`: exit 2, no traceback, a valid error manifest whose
+    reason is one line holding each of `needles` (which the output shows too)."""
+    from repro_gate import validation
+
+    output = result.stdout + result.stderr
+    assert result.exit_code == 2, output
+    assert "Traceback" not in output
+    manifest = result.manifest
+    assert validation.errors("manifest", manifest) == []
+    assert manifest["verdict"] == "error"
+    reason = manifest["reasons"][0]
+    assert reason["code"] == code
+    assert "\n" not in reason["message"]
+    for needle in needles:
+        assert needle in reason["message"] and needle in output, output
+    return manifest

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_cli import Result, check
+from gate_cli import Result, assert_one_line_error, check
 
 from repro_gate import validation
 
@@ -29,18 +29,9 @@ def assert_passed(result: Result) -> dict:
 
 
 def assert_probe_not_loaded(result: Result, *needles: str) -> dict:
-    output = result.stdout + result.stderr
-    assert result.exit_code == 2, output
-    assert "Traceback" not in output
-    manifest = result.manifest
-    assert validation.errors("manifest", manifest) == []
-    assert manifest["verdict"] == "error"
+    manifest = assert_one_line_error(result, "probe_not_loaded", *needles)
     (reason,) = manifest["reasons"]
-    assert reason["code"] == "probe_not_loaded"
-    assert "\n" not in reason["message"]
     assert reason["message"].startswith("the probe did not load in run A: ")
-    for needle in needles:
-        assert needle in reason["message"] and needle in output, output
     # Nothing can be compared after run A: the gate stops there.
     assert [run["name"] for run in manifest["runs"]] == ["A"]
     return manifest

@@ -6,9 +6,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from gate_cli import Result, check
-
-from repro_gate import validation
+from gate_cli import Result, assert_one_line_error, check
 
 PYTHON = shlex.quote(sys.executable)  # the test interpreter: it has torch
 
@@ -20,20 +18,6 @@ def assert_passed(result: Result) -> dict:
     assert manifest["comparison"]["trajectory"]["steps_compared"] > 0
     return manifest
 
-
-def assert_one_line_error(result: Result, code: str, *needles: str) -> dict:
-    output = result.stdout + result.stderr
-    assert result.exit_code == 2, output
-    assert "Traceback" not in output
-    manifest = result.manifest
-    assert validation.errors("manifest", manifest) == []
-    assert manifest["verdict"] == "error"
-    reason = manifest["reasons"][0]
-    assert reason["code"] == code
-    assert "\n" not in reason["message"]
-    for needle in needles:
-        assert needle in reason["message"] and needle in output, output
-    return manifest
 
 
 def test_a_chain_runs_the_prep_step_then_the_training(project: Path) -> None:

@@ -14,7 +14,7 @@ from gate_cli import check, script
 from repro_gate import validation
 
 UNSEEDED = ("the initial parameters differ between runs A and B: torch was never seeded: add"
-            " `torch.manual_seed(0)` before mnist_style.py:16, where the first parameter is"
+            " `torch.manual_seed(0)` before mnist_style.py:15, where the first parameter is"
             " created")
 REPRODUCE = [
     "  to reproduce outside the gate:",
@@ -58,11 +58,11 @@ def test_an_unseeded_training_that_differs_run_to_run_fails_naming_the_line_to_a
     divergence = manifest["comparison"]["first_divergence"]
     assert divergence["cause"] == "initialization"
     assert divergence["unseeded"] == {"generators": ["torch"], "seeded_late": False,
-                                      "file": "mnist_style.py", "line": 16}
+                                      "file": "mnist_style.py", "line": 15}
     seeding = seeding_of(manifest)
     assert seeding["gate_seed"] is None and manifest["fingerprint"]["random"]["seed"] is None
     assert seeding["training"] == []
-    assert seeding["first_parameter"] == {"file": "mnist_style.py", "line": 16,
+    assert seeding["first_parameter"] == {"file": "mnist_style.py", "line": 15,
                                           "module": "Linear", "torch_seeded_before": False}
     assert seeding["parameters_before_seeding"] is True
     assert "torch" in seeding["unseeded"]

@@ -3,8 +3,6 @@
 import torch
 from tiny import run_dir_path, train
 
-torch.manual_seed(0)  # the training seeds itself; the gate does not
-
 
 def mask_first_weights(step, model):
     with torch.no_grad():
@@ -13,4 +11,5 @@ def mask_first_weights(step, model):
         model.head.weight.grad *= mask.view_as(model.head.weight.grad)
 
 
+torch.manual_seed(0)  # the training seeds itself; the gate does not
 train(after_backward=mask_first_weights, checkpoint=run_dir_path("model.pt"))

@@ -19,7 +19,7 @@ DETERMINISM_VARIABLES = {"CUBLAS_WORKSPACE_CONFIG": ":4096:8", "PYTHONHASHSEED":
 # Generators a training seeds, by the names the probe records; "numpy.default_rng" and
 # "torch.cuda" are seeded in addition to the globals, never instead of them.
 GLOBAL_GENERATORS = ("torch", "numpy", "random")
-NO_RECORD_NOTE = "the probe recorded no seeding (no in-process fingerprint)"
+NO_RECORD_NOTE = "no seeding was recorded: the probe did not run in this process"
 
 
 def settings_lines(config: Config) -> list[tuple[str, str]]:

@@ -44,7 +44,7 @@ def test_config_not_yaml(tmp_path: Path) -> None:
     ("content", "message"),
     [
         ("runs: 1\n", "runs: must be an integer >= 2"),
-        ("seed: -3\n", "seed: must be an integer from 0 to 4294967295"),
+        ("seed: -3\n", "seed: must be an integer or null from 0 to 4294967295"),
         ("determinism: sometimes\n", "determinism: must be one of warn, strict"),
         ("tolerance: exact\n", "tolerance: must be 'bitwise' or a mapping with atol"),
         ("timeout: 0\n", "timeout: must be a number > 0"),

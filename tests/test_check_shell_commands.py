@@ -26,7 +26,11 @@ def test_a_chain_runs_the_prep_step_then_the_training(project: Path) -> None:
     result = check(project, "--no-cost", "--command", command)
 
     manifest = assert_passed(result)
-    assert (project / "prepared_data.txt").read_text() == "1234\n"
+    # Each run works in its own copy of the project, which keeps what the run wrote.
+    for run in ("A", "B"):
+        work = project / "repro-gate-out" / "runs" / run / "work"
+        assert (work / "prepared_data.txt").read_text() == "1234\n"
+    assert not (project / "prepared_data.txt").exists()
     assert [run["steps"] for run in manifest["runs"]] == [6, 6]
     # The manifest records the command as the user gave it: one string.
     assert manifest["config"]["command"] == command
@@ -41,7 +45,8 @@ def test_a_variable_prefix_a_pipe_and_a_redirection_work(project: Path) -> None:
     result = check(project)
 
     assert_passed(result)
-    assert (project / "seen.txt").read_text() == "GREETING=hello\n"
+    work = project / "repro-gate-out" / "runs" / "A" / "work"
+    assert (work / "seen.txt").read_text() == "GREETING=hello\n"
 
 
 def test_a_failing_first_step_fails_the_run_with_its_exit_code(project: Path) -> None:

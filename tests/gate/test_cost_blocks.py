@@ -23,9 +23,11 @@ import os
 import sys
 import time
 
+import torch
 from tiny import run_dir_path, train
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
+torch.manual_seed(0)
 pause = float(sys.argv[1])
 if pause:
     register_optimizer_step_pre_hook(lambda optimizer, args, kwargs: time.sleep(pause))

@@ -4,8 +4,7 @@ output: its input, and every module before it, are equal between runs, its outpu
 The constant is drawn in [0, 1) and scaled to 1e-7, and the targets sit near 1000, so the loss
 (about 1e6, spaced 0.0625 apart in float32) rounds to the same bits in both runs while the model's
 output and the gradients of `body.2` differ: the forward pass changed, not the backward pass.
-When the tanh output the constant is added to is large, a small draw can round away in both runs
-for a step; 8 noisy steps make a run that never diverges vanishingly rare (none in 400 pairs).
+The constant is added to tanh's input, so the elements near zero carry any change.
 """
 
 import os
@@ -19,7 +18,7 @@ SCALE = 1e-7
 
 
 class TinyNoise(torch.nn.Module):
-    """tanh, plus one constant from os.urandom from its fifth call (one call a step)."""
+    """tanh of its input plus one constant from os.urandom from its fifth call (one call a step)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -27,10 +26,11 @@ class TinyNoise(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.calls += 1
-        y = torch.tanh(x)
         if self.calls < NOISY_FROM_CALL:
-            return y
-        return y + int.from_bytes(os.urandom(4), "little") / 2**32 * SCALE
+            return torch.tanh(x)
+        # Added before tanh: the elements near zero keep any change, so a replay of this module
+        # (the localisation run) never draws a constant that rounds away everywhere.
+        return torch.tanh(x + int.from_bytes(os.urandom(4), "little") / 2**32 * SCALE)
 
 
 torch.manual_seed(0)

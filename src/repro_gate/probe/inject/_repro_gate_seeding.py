@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from _repro_gate_contract import ENV_USER_ENV
+from _repro_gate_hook_ids import probe_hook_ids
 
 MAX_CALLS = 50  # distinct seeding call sites kept
 _PROBE_DIR = os.path.dirname(os.path.realpath(__file__)) + os.sep
@@ -112,7 +113,8 @@ class Seeding:
         for name in ("deterministic", "benchmark"):
             self._watch_property(vars(cudnn_type).get(name), f"cudnn_{name}")
         registration = torch.nn.modules.module.register_module_parameter_registration_hook
-        registration(self._on_parameter)
+        with probe_hook_ids():  # the training's own hooks keep their numbers
+            registration(self._on_parameter)
 
     def _wrap(self, owner: Any, name: str, call: str) -> None:
         original = getattr(owner, name, None)

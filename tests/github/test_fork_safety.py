@@ -1,4 +1,4 @@
-"""Fork safety (issue 16 item 5): a fork's code does not run on a self-hosted runner of a public
+"""Fork safety: a fork's code does not run on a self-hosted runner of a public
 repository, nor checked out by `pull_request_target`, unless the workflow allows it.
 
 Each test runs the real `repro-gate check` or `repro-gate action` on an event payload shaped as

@@ -39,7 +39,7 @@ V2_COST_REASON = "measured across separate processes by an earlier version"
 
 
 def _from_v2(document: Document) -> Document:
-    """Version 2 -> 3 (issue 13): the cost of determinism is measured in one process.
+    """Version 2 -> 3: the cost of determinism is measured in one process.
 
     A version 2 figure compared step times of separate processes, whose drift its interval could
     not see: it becomes `inconclusive` with that reason, keeping its point estimate and medians

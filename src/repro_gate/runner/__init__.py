@@ -1,4 +1,4 @@
-"""The self-hosted GPU runner service (issue 16), built over several changes.
+"""The self-hosted GPU runner service, built over several changes.
 
 `docker_proxy` is the per-slot Docker API proxy: each runner container reaches Docker only
 through it, so a job cannot ask for another slot's GPU, a privileged container or a host path

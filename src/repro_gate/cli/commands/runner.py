@@ -1,4 +1,4 @@
-"""`repro-gate runner`: the self-hosted GPU runner service (issue 16).
+"""`repro-gate runner`: the self-hosted GPU runner service.
 
 `serve` is the long-running service: one ephemeral just-in-time runner per GPU slot, kept
 registered, health-checked and cleaned between jobs, drained on SIGTERM (runner/service.py).

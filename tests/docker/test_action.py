@@ -44,6 +44,19 @@ def read_outputs(path: Path) -> dict[str, str]:
     return outputs
 
 
+def run_action(
+    client: docker.DockerClient, image: str, environment: dict[str, str],
+    volumes: dict[str, dict[str, str]], timeout: int,
+) -> tuple[int, str]:
+    """Run the action's container in the workspace as the runner does: its exit code and log."""
+    action = client.containers.run(image, working_dir="/github/workspace",
+                                   environment=environment, volumes=volumes, detach=True)
+    try:
+        return action.wait(timeout=timeout)["StatusCode"], action.logs().decode()
+    finally:
+        action.remove(force=True)
+
+
 def test_action_runs_the_gate_in_sibling_containers(
     docker_client: docker.DockerClient,
     action_image: str,
@@ -87,18 +100,8 @@ def test_action_runs_the_gate_in_sibling_containers(
         str(file_commands): {"bind": "/github/file_commands", "mode": "rw"},
         str(workspace): {"bind": "/github/workspace", "mode": "rw"},
     }
-    action = docker_client.containers.run(
-        action_image,
-        working_dir="/github/workspace",
-        environment=environment,
-        volumes=volumes,
-        detach=True,
-    )
-    try:
-        exit_code = action.wait(timeout=240)["StatusCode"]
-        log = action.logs().decode()
-    finally:
-        action.remove(force=True)
+    exit_code, log = run_action(docker_client, action_image, environment, volumes,
+                                timeout=240)
 
     assert exit_code == 0, log
     outputs = read_outputs(file_commands / "set_output_1")
@@ -171,15 +174,8 @@ def test_bad_input_gives_error_outputs_without_running(
         str(file_commands): {"bind": "/github/file_commands", "mode": "rw"},
         str(workspace): {"bind": "/github/workspace", "mode": "rw"},
     }
-    action = docker_client.containers.run(
-        action_image, working_dir="/github/workspace", environment=environment, volumes=volumes,
-        detach=True,
-    )
-    try:
-        exit_code = action.wait(timeout=60)["StatusCode"]
-        log = action.logs().decode()
-    finally:
-        action.remove(force=True)
+    exit_code, log = run_action(docker_client, action_image, environment, volumes,
+                                timeout=60)
 
     assert exit_code == 2
     assert "::error title=repro-gate::input runs: must be a number, got 'two'" in log.splitlines()
@@ -214,15 +210,8 @@ def test_without_image_a_python_training_is_refused_before_any_run(
         str(file_commands): {"bind": "/github/file_commands", "mode": "rw"},
         str(workspace): {"bind": "/github/workspace", "mode": "rw"},
     }
-    action = docker_client.containers.run(
-        action_image, working_dir="/github/workspace", environment=environment, volumes=volumes,
-        detach=True,
-    )
-    try:
-        exit_code = action.wait(timeout=120)["StatusCode"]
-        log = action.logs().decode()
-    finally:
-        action.remove(force=True)
+    exit_code, log = run_action(docker_client, action_image, environment, volumes,
+                                timeout=120)
 
     assert exit_code == 2, log
     (line,) = [line for line in log.splitlines() if line.startswith("repro-gate: error:")]

@@ -24,12 +24,14 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
     headline = HEADLINES[manifest["verdict"]]
     if cost_text.over_budget_only(manifest):
         headline = OVER_BUDGET_HEADLINE
-    if observed.of_manifest(manifest):
-        headline += f", {observed.of_manifest(manifest)}"
+    only_from = observed.of_manifest(manifest)
+    if only_from:
+        headline += f", {only_from}"
     lines = [f"repro-gate: {headline}"]
     lines += [f"  {r['message']}" for r in manifest["reasons"]]
-    if seeding_text.gate_seed_note(manifest):
-        lines.append(f"  {seeding_text.gate_seed_note(manifest)}")
+    seed_note = seeding_text.gate_seed_note(manifest)
+    if seed_note:
+        lines.append(f"  {seed_note}")
     if error_detail:
         lines.append("  last lines of the run's log:")
         lines += [f"    | {line}" for line in error_detail.splitlines()]

@@ -128,8 +128,9 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
         ("Artifacts", _artifact_counts(manifest)),
         ("Nondeterministic ops", str(len(as_list(manifest.get("nondeterministic_ops"))))),
     ]
-    if seeding_text.gate_seed_note(manifest):
-        rows.append(("Seeding", seeding_text.gate_seed_note(manifest)))
+    seed_note = seeding_text.gate_seed_note(manifest)
+    if seed_note:
+        rows.append(("Seeding", seed_note))
     run_url = as_mapping(manifest.get("reporting")).get("run_url")
     if isinstance(run_url, str) and run_url:
         rows.append(("Run", f"[workflow run]({run_url})"))

@@ -93,7 +93,7 @@ def worker(args: argparse.Namespace) -> None:
     named = list(model.named_parameters())
 
     def params_only() -> None:  # the earlier probe: the parameters' ordered digests only
-        finish_digests(start_digests([param for _, param in named], ordered=True))
+        finish_digests(start_digests([param for _, param in named]))
 
     output = model(data).detach()
     by_every = {every: _record_timer(optimizer, named, (data, output), loss, every)
@@ -124,10 +124,10 @@ def _record_timer(optimizer: Any, named: list, call: tuple[Any, Any], loss: Any,
 
     class BatchInputs:  # the model's input batch and output, digested as the global hooks do
         def take(self) -> list:
-            return [start_digests([data], ordered=True)]
+            return [start_digests([data])]
 
         def take_outputs(self) -> list:
-            return [start_digests([output], ordered=True)]
+            return [start_digests([output])]
 
     recorder = StepRecorder(BatchInputs()) if every is None else StepRecorder(BatchInputs(), every)
     counter = [0]

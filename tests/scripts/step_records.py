@@ -25,7 +25,7 @@ class Net(torch.nn.Module):
 
 def named_digests(values):
     names = [name for name, _ in MODEL.named_parameters()]
-    return dict(zip(names, digest_tensors(list(values), ordered=False), strict=True))
+    return dict(zip(names, digest_tensors(list(values)), strict=True))
 
 
 MODEL = Net()

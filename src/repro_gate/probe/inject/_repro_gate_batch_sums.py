@@ -76,14 +76,14 @@ class Layout:
         """False once its scratch buffer was replaced by a larger one."""
         return _scratch.get(self.key) is self.buffer
 
-    def sums(self, sources: list[torch.Tensor], ordered: bool) -> torch.Tensor:
+    def sums(self, sources: list[torch.Tensor]) -> torch.Tensor:
         """D of each of `sources` (the members' tensors now), as a 1-dim int64 tensor."""
         with torch.no_grad():
             if self.pads:
                 torch._foreach_zero_(self.pads)
             torch._foreach_copy_(self.views, sources)
         # The running sum at a member's last row less the one at the row before its first: D.
-        running = torch.mul(row_sums(self.matrix, ordered), self.weights).cumsum(0)
+        running = torch.mul(row_sums(self.matrix), self.weights).cumsum(0)
         return torch.sub(running[self.last], running[self.before])
 
 

@@ -9,31 +9,32 @@ zeros). With column weights w_c and odd row weights v_r = M * (2r + 1) (M odd):
 
 and the digest is a fixed bijective mix of D, the element count and the element width.
 
-There are two kinds. The *ordered* digest is for what can differ by order alone: the input batch
-(shuffled samples). Its w_c are 256 distinct odd numbers below 2**13 in a pseudo-random order
+The column weights w_c are 256 distinct odd numbers below 2**13 in a pseudo-random order
 (`ordered_weight_values` of _repro_gate_row_sums), and S_r is exact: an integer below 2**52 in
-magnitude for b <= 32, taken modulo 2**64 for b = 64. The *value* digest is for parameters and
-gradients, which differ by value (a reduction in another order changes low bits, never only
-places): w_c = 1 and S_r is a plain row sum modulo 2**b, read as a signed b-bit integer, one op
-fewer on accelerators. All arithmetic is integer arithmetic, so the result does not depend on the
-order of the additions, nor on how the work is split (below), and is the same on every device.
+magnitude for b <= 32, taken modulo 2**64 for b = 64. All arithmetic is integer arithmetic, so the
+result does not depend on the order of the additions, nor on how the work is split (below), and
+is the same on every device. Every tensor is digested this way: the input batch, which can differ
+by order alone, and parameters and gradients too, because a reduction run in another order moves
+a few elements of a row by an ULP up and others down, which a plain row sum (w_c = 1) misses
+whenever the moves cancel: a gradient that changed would then read as equal, and the divergence
+would be blamed on the optimizer.
 
 Guarantees, for a tensor of fewer than 2**39 elements (fewer than 2**31 rows):
 
-- Changing the bits of any single element always changes either digest (w_c and v_r are odd).
+- Changing the bits of any single element always changes the digest (w_c and v_r are odd).
 - Swapping two elements with different bits in the same column (positions that differ by a
-  multiple of 256) always changes either digest for widths up to 32 bits; for 64-bit elements,
-  unless the two values agree in their low 33 bits.
-- Ordered digest: swapping two elements with different bits in the same row always changes it
-  for widths up to 32 bits (the weights are distinct); for 64-bit elements, unless the two values
-  agree in their low 52 bits. The value digest never sees a swap within a row.
-- Other changes (a permutation of samples, say) change the ordered digest unless the weighted
-  sums cancel exactly. The weights follow no pattern, so data with a structure (values with few
+  multiple of 256) always changes it for widths up to 32 bits; for 64-bit elements, unless the
+  two values agree in their low 33 bits.
+- Swapping two elements with different bits in the same row always changes it for widths up to
+  32 bits (the weights are distinct); for 64-bit elements, unless the two values agree in their
+  low 52 bits. So does moving one element of a row up by an ULP and another down by one.
+- Other changes (a permutation of samples, say) change the digest unless the weighted sums
+  cancel exactly. The weights follow no pattern, so data with a structure (values with few
   significant bits, samples whose sums are equal, a linear ramp) does not make that likelier.
   The earlier weights w_c = 2c + 1, summed modulo 2**b, missed about 1 in 330 random orders of
   shards of values k/512 (float32 with 9 significant bits): the sums kept only their top bits.
 
-A *sampled* value digest (`Sample(every=K, phase=p)`) of a tensor of R rows (the partial last
+A *sampled* digest (`Sample(every=K, phase=p)`) of a tensor of R rows (the partial last
 row included) sums only the p-th of its K blocks of B = ceil(R / K) consecutive rows, rows
 p*B <= r < min((p + 1) * B, R), with the same v_r: the full D is the sum of the K sampled ones.
 A block of consecutive rows is read at memory speed, where every K-th row (1 KiB in every K KiB)
@@ -111,11 +112,11 @@ class PendingDigests:
     accelerator, so a step's digests are all read in one transfer per device (`HostRead`).
     """
 
-    def __init__(self, tensors: list[Any], ordered: bool, sample: Sample | None) -> None:
+    def __init__(self, tensors: list[Any], sample: Sample | None) -> None:
         plan = _plan(tensors, sample)
         self.salts = plan.salts
         self.slots = list(plan.slots)  # the batched tensors' slots: their parts come first
-        self.parts = [batch.sums([tensors[i] for i in indices], ordered)
+        self.parts = [batch.sums([tensors[i] for i in indices])
                       for indices, batch in plan.batches]
         self.sampled = False  # True when some tensor's digest is sampled
         groups: dict[tuple[torch.device, torch.dtype], list[Member]] = {}
@@ -124,12 +125,12 @@ class PendingDigests:
             self.sampled |= sampled
             if part.source.numel() >= _alone_from(part.source.device):
                 ints = as_integers(part.source)
-                self._add_part([index], segment_sum(ints, part.first_row, ordered))
+                self._add_part([index], segment_sum(ints, part.first_row))
             else:
                 groups.setdefault((part.source.device, part.source.dtype), []).append(part)
         for group in groups.values():
             for chunk in chunks(group):
-                sums = layout(chunk).sums([m.source for m in chunk], ordered)
+                sums = layout(chunk).sums([m.source for m in chunk])
                 self._add_part([m.index for m in chunk], sums)
 
     def _add_part(self, indices: list[int], part: torch.Tensor) -> None:
@@ -211,10 +212,9 @@ def _alone_from(device: torch.device) -> int:
     return HOST_ALONE_ELEMENTS if on_host(device) else batching.CHUNK_ELEMENTS
 
 
-def start_digests(tensors: list[Any], *, ordered: bool,
-                  sample: Sample | None = None) -> PendingDigests:
-    """Queue the ordered or value digests of `tensors` (None stays None)."""
-    return PendingDigests(tensors, ordered, sample)
+def start_digests(tensors: list[Any], *, sample: Sample | None = None) -> PendingDigests:
+    """Queue the digests of `tensors` (None stays None)."""
+    return PendingDigests(tensors, sample)
 
 
 def finish_digests(*pending: PendingDigests) -> list[list[str | None]]:
@@ -227,9 +227,9 @@ def finish_digests(*pending: PendingDigests) -> list[list[str | None]]:
     return result
 
 
-def digest_tensors(tensors: list[Any], *, ordered: bool = True) -> list[str]:
+def digest_tensors(tensors: list[Any]) -> list[str]:
     """One 16-hex-digit digest per tensor, read back now."""
-    return [d for d in finish_digests(start_digests(tensors, ordered=ordered))[0] if d is not None]
+    return [d for d in finish_digests(start_digests(tensors))[0] if d is not None]
 
 
 def combine_digests(digests: list[str]) -> str:

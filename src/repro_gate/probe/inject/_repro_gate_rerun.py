@@ -41,6 +41,18 @@ class ModuleState:
     def __init__(self, module: Any) -> None:
         self.members = [_holdings(member, clone_buffers=True) for member in module.modules()]
 
+    def copy(self) -> ModuleState:
+        """The same start with its buffers cloned again, for one more execution (an execution
+        may change the buffers it was given in place)."""
+        state = ModuleState.__new__(ModuleState)
+        state.members = [
+            (member, dict(attributes), {**tables, "_buffers": {
+                name: None if buffer is None else buffer.clone()
+                for name, buffer in tables["_buffers"].items()}})
+            for member, attributes, tables in self.members
+        ]
+        return state
+
     def now(self) -> list[tuple[Any, dict[str, Any], dict[str, dict[str, Any]]]]:
         """The same modules' holdings as they are now (the objects, nothing cloned)."""
         return [_holdings(member, clone_buffers=False) for member, _, _ in self.members]
@@ -52,8 +64,9 @@ def run_again(
     """`module.forward` on saved `args` and `kwargs` (from `saved_inputs`), from random states
     `rng` and module state `start`. Grad mode stays as the caller has it (on, as in the call:
     some modules pick other kernels without it); identity saved-tensor hooks keep an enclosing
-    activation checkpoint's hooks out of it. `start` is used up. The output is the caller's to
-    digest before anything else runs."""
+    activation checkpoint's hooks out of it. `start` is used up (`ModuleState.copy` gives
+    another); the saved inputs are not. The output is the caller's to digest before anything
+    else runs."""
     args, kwargs = _fresh(args), _fresh(kwargs)
     after = start.now()
     restore_rng(torch, rng)
@@ -133,10 +146,12 @@ def _same(tensor: Any) -> Any:
 
 
 def _fresh(value: Any) -> Any:
-    """The inputs for the second execution: a `Saved` that required grad does again, as a
-    non-leaf (a leaf that requires grad refuses the in-place ops the call may do)."""
+    """The inputs for one more execution: a clone of each `Saved` (the execution may change it
+    in place); one that required grad does again, as a non-leaf (a leaf that requires grad
+    refuses the in-place ops the call may do)."""
     if isinstance(value, Saved):
-        return value.tensor.requires_grad_().clone() if value.requires_grad else value.tensor
+        return value.tensor.clone().requires_grad_() if value.requires_grad \
+            else value.tensor.clone()
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         return type(value)(*(_fresh(item) for item in value))
     if type(value) in (list, tuple):

@@ -2,9 +2,7 @@
 
 The weights w_c and v_r, a tensor's raw bits as integers, the row sums S_r of a matrix of rows,
 and D of one segment of a tensor summed alone, without a copy. All of it is modular integer
-arithmetic: value row sums wrap modulo 2**b in the b-bit type, and multiplying them by the int64
-v_r promotes them to int64 exactly, as signed values, which is S_r as the formula reads it.
-Ordered row sums of elements of up to 32 bits are exact: with odd w_c < 2**13, 256 products of
+arithmetic. Row sums of elements of up to 32 bits are exact: with odd w_c < 2**13, 256 products of
 32-bit values add up to less than 2**52 in magnitude, so a float64 matrix product (on CPU) and an
 int64 one (elsewhere) give the same integers in any order of the additions.
 """
@@ -25,7 +23,6 @@ DEVICE_WIDEN_BLOCK_ROWS = 1 << 14
 _MASK64 = (1 << 64) - 1
 _INT_BY_WIDTH = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 _SIGNED = frozenset(_INT_BY_WIDTH.values())
-_ones_cache: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
 _ordered_cache: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
 _row_weights_cache: dict[torch.device, torch.Tensor] = {}
 _widened = threading.local()  # this thread's float64 rows for the CPU's exact product
@@ -56,7 +53,7 @@ def row_weights(device: torch.device, rows: int) -> torch.Tensor:
 
 
 def ordered_weight_values() -> list[int]:
-    """w_c of the ordered digest: the first ROW_ELEMENTS distinct values of
+    """w_c of the digest: the first ROW_ELEMENTS distinct values of
     2 * (mix64(i * M) >> 52) + 1 for i = 1, 2, ...: odd, below 2**13, in no pattern that
     structured data (a linear ramp, equal-sum blocks) could cancel."""
     weights: dict[int, None] = {}
@@ -69,22 +66,12 @@ def ordered_weight_values() -> list[int]:
 
 
 def ordered_column_weights(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """w_c of the ordered digest as a column of `dtype` (int64, or float64 on CPU); cached."""
+    """w_c of the digest as a column of `dtype` (int64, or float64 on CPU); cached."""
     key = (device, dtype)
     weights = _ordered_cache.get(key)
     if weights is None:
         weights = torch.tensor(ordered_weight_values(), dtype=dtype, device=device).view(-1, 1)
         _ordered_cache[key] = weights
-    return weights
-
-
-def ones_column(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """w_c = 1 of the value digest, as a column of b-bit integers; cached."""
-    key = (device, dtype)
-    weights = _ones_cache.get(key)
-    if weights is None:
-        weights = torch.ones(ROW_ELEMENTS, 1, dtype=dtype, device=device)
-        _ones_cache[key] = weights
     return weights
 
 
@@ -141,14 +128,9 @@ def row_sums_exact_int64(rows: torch.Tensor, weights: torch.Tensor) -> torch.Ten
     return torch.cat(sums)
 
 
-def row_sums(rows: torch.Tensor, ordered: bool) -> torch.Tensor:
-    """S_r of each row of `rows` (as many columns as w has or fewer): b-bit integers (value
-    digest), int64 (ordered)."""
+def row_sums(rows: torch.Tensor) -> torch.Tensor:
+    """S_r of each row of `rows` (as many columns as w has or fewer), as int64."""
     columns, on_cpu = rows.shape[1], rows.device.type == "cpu"
-    if not ordered:
-        if on_cpu:
-            return row_sums_matmul(rows, ones_column(rows.device, rows.dtype)[:columns])
-        return rows.sum(1, dtype=rows.dtype)
     if rows.dtype == torch.int64:  # 64-bit elements: modulo 2**64
         weights = ordered_column_weights(rows.device, torch.int64)[:columns]
         return row_sums_matmul(rows, weights) if on_cpu else row_sums_elementwise(rows, weights)
@@ -158,13 +140,13 @@ def row_sums(rows: torch.Tensor, ordered: bool) -> torch.Tensor:
     return row_sums_exact_int64(rows, ordered_column_weights(rows.device, torch.int64)[:columns])
 
 
-def segment_sum(ints: torch.Tensor, first_row: int, ordered: bool) -> torch.Tensor:
+def segment_sum(ints: torch.Tensor, first_row: int) -> torch.Tensor:
     """D of the flat integers `ints`, which start at row `first_row` of their tensor (their r in
     v_r), summed without a copy, as a 1-element int64 tensor."""
     full_rows, tail = divmod(ints.numel(), ROW_ELEMENTS)
-    sums = row_sums(ints[: full_rows * ROW_ELEMENTS].view(-1, ROW_ELEMENTS), ordered)
+    sums = row_sums(ints[: full_rows * ROW_ELEMENTS].view(-1, ROW_ELEMENTS))
     if tail:  # the partial last row
-        sums = torch.cat([sums, row_sums(ints[full_rows * ROW_ELEMENTS :].view(1, tail), ordered)])
+        sums = torch.cat([sums, row_sums(ints[full_rows * ROW_ELEMENTS :].view(1, tail))])
     count = sums.numel()
     weights = row_weights(ints.device, first_row + count)[first_row : first_row + count]
     return torch.mul(sums, weights).sum(0, keepdim=True)

@@ -5,11 +5,10 @@ counts as the model when it has parameters, so a loss module called on the model
 not. Of its arguments, only tensors that come from outside autograd (no `grad_fn`) are the batch:
 a tensor computed by another model (a GAN's generator output) is a forward result, not data.
 Every tensor of its output is digested: a forward pass that changed by a tiny amount shows there
-even when the loss rounds to the same bits. The digest is the ordered one, whose columns weigh
-differently: a tiny change moves elements by an ULP up or down, and the value digest's plain row
-sums miss such changes when they cancel within a row. On the host, an output of at least
+even when the loss rounds to the same bits (the digest's weighted columns see an ULP moved up
+in one element and down in another). On the host, an output of at least
 SAMPLE_MIN_ELEMENTS (a language model's logits) is digested one block of rows in SAMPLE_EVERY
-at a time, rotating call by call, as parameters are (_repro_gate_steps): whole, its ordered
+at a time, rotating call by call, as parameters are (_repro_gate_steps): whole, its
 digest could cost a third of such a step on CPU. A change in rows not sampled leaves the
 outputs equal, and the gradients tell it: the cause is then `backward`, and the gate's
 localisation run, which every `backward` cause gets, finds the module. Calls made without grad mode
@@ -50,13 +49,13 @@ class StepInputs:
             tensors: list[Any] = []
             self._collect((args, kwargs or {}), tensors, 0, batch_only=True)
             if tensors:
-                self._pending.append(start_digests(tensors, ordered=True))
+                self._pending.append(start_digests(tensors))
             results: list[Any] = []
             self._collect(output, results, 0, batch_only=False)
             if results:
                 sample = Sample(self._every, self._calls % self._every, self._min_elements)
                 self._calls += 1
-                self._outputs.append(start_digests(results, ordered=True, sample=sample))
+                self._outputs.append(start_digests(results, sample=sample))
         except Exception as error:
             self._on_error(f"digesting the model's inputs and output: {error!r}")
 

@@ -108,9 +108,9 @@ class StepRecorder:
         """Queue the gradients' digests and, at the first step, the initial parameters'."""
         self._before = None
         params = [param for _, param in named]
-        grads = start_digests([param.grad for param in params], ordered=False,
+        grads = start_digests([param.grad for param in params],
                               sample=self.sample(step))
-        init = start_digests(params, ordered=False) if step == 1 else None
+        init = start_digests(params) if step == 1 else None
         self._before = StepEvidence(optimizer, [name for name, _ in named], grads, init)
 
     def after_step(self, optimizer: Any, named: NamedParameters, header: dict[str, Any],
@@ -126,7 +126,7 @@ class StepRecorder:
         if before is not None and (before.optimizer is not optimizer or before.names != names):
             before = None
         finished = self.flush()
-        params = start_digests([param for _, param in named], ordered=False,
+        params = start_digests([param for _, param in named],
                                sample=self.sample(header["step"]))
         calls: tuple[list[PendingDigests], list[PendingDigests]] = ([], [])
         if self._inputs is not None:

@@ -17,7 +17,7 @@ def modules() -> list[Path]:
 
 
 def top_level(module: str) -> str:
-    """`repro_gate.gate.runs` -> `gate`; names imported from the package root count as such."""
+    """`repro_gate.gate.pipeline` -> `gate`; names imported from the package root count as such."""
     return module.split(".")[1] if "." in module else module
 
 

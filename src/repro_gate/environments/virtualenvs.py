@@ -1,7 +1,7 @@
 """Isolated virtual environments built from a set of pins, cached and reused.
 
 The pins come from a lock (`Lock.pins()`), or from a lock with some packages moved to the
-candidate's versions (`changes.apply_changes`, what the culprit search asks for). A pin set is
+candidate's versions (upgrade's `apply_changes`, what the culprit search asks for). A pin set is
 already resolved, so nothing is resolved again: `uv venv`, then `uv pip install --no-deps` of
 the exact pins (`python -m venv` and pip when uv is missing). A mixture of two locks may be
 inconsistent (`harmless 1.1` needs `leaf>=1.1`, the mixture pins `leaf 1.0`): every build ends

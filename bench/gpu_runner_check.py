@@ -36,8 +36,13 @@ from typing import Any
 
 from repro_gate.errors import ConfigError, one_line
 from repro_gate.runner import hook
-from repro_gate.runner.config import DEFAULT_DOCKER_URL, HealthSettings, SlotSettings, SlotSource
 from repro_gate.runner.health import HealthReport, check_slot
+from repro_gate.runner.runner_config import (
+    DEFAULT_DOCKER_URL,
+    HealthSettings,
+    SlotSettings,
+    SlotSource,
+)
 from repro_gate.runner.slots import Slot, read_devices, slots_from_raw
 
 EXIT_OK, EXIT_CHECK_FAILED, EXIT_ERROR, EXIT_NO_GPU, EXIT_USAGE = 0, 1, 2, 3, 4

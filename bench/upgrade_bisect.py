@@ -29,15 +29,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from repro_gate.upgrade import (
-    LocalEnvironments,
-    Lock,
-    Outcome,
-    apply_changes,
-    find_culprits,
-    read_lock,
-)
-from repro_gate.upgrade.installer import uv_binary
+from repro_gate.environments import LocalEnvironments, Lock, read_lock
+from repro_gate.environments.installer import uv_binary
+from repro_gate.upgrade import Outcome, apply_changes, find_culprits
 
 BASELINE, CANDIDATE = "1.0", "1.1"
 CULPRIT = "rgb-scale"  # sorts after every rgb-pkgNN: the last one halving finds

@@ -23,9 +23,9 @@ from repro_gate.cli.commands.action import upgrade_options
 from repro_gate.config import ToleranceConfig
 from repro_gate.config.overrides import from_action_inputs
 from repro_gate.errors import ConfigError
-from repro_gate.gate.upgrade_check import CandidateSource, UpgradeOptions
-from repro_gate.manifest.upgrade import read_upgrade
+from repro_gate.manifest.upgrade_document import read_upgrade
 from repro_gate.upgrade import UpgradeRequest
+from repro_gate.upgrade.check import CandidateSource, UpgradeOptions
 
 TESTS = Path(__file__).parent
 

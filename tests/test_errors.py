@@ -74,10 +74,10 @@ def test_every_error_of_the_product_is_a_repro_gate_error() -> None:
 
 def test_the_publishing_errors_keep_their_old_homes() -> None:
     from repro_gate.publish.github import client
-    from repro_gate.publish.metrics import push
+    from repro_gate.publish.metrics import pushgateway
 
     assert client.GitHubError is GitHubError
-    assert push.PushError is PushError
+    assert pushgateway.PushError is PushError
 
 
 def test_publishing_errors_keep_their_behaviour() -> None:

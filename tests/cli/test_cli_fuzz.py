@@ -107,9 +107,9 @@ def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     monkeypatch.setenv("GITHUB_API_URL", CLOSED_PORT_URL)
     monkeypatch.setenv("NO_PROXY", "*")
-    from repro_gate.publish.metrics import push
+    from repro_gate.publish.metrics import pushgateway
 
-    monkeypatch.setattr(push, "BACKOFF_SECONDS", (0.0, 0.0))
+    monkeypatch.setattr(pushgateway, "BACKOFF_SECONDS", (0.0, 0.0))
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

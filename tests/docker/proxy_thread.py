@@ -1,4 +1,4 @@
-"""A slot's Docker API proxy (`runner.docker_proxy.serve`) in a thread of its own, for tests."""
+"""A slot's Docker API proxy (`runner.proxy.server.serve`) in a thread of its own, for tests."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import docker
 
-from repro_gate.runner.docker_policy import SlotPolicy
-from repro_gate.runner.docker_proxy import serve
+from repro_gate.runner.proxy.policy import SlotPolicy
+from repro_gate.runner.proxy.server import serve
 
 
 class RunningProxy:

@@ -21,13 +21,13 @@ from gate_cli import TRAININGS, check
 from proxy_thread import RunningProxy
 
 import repro_gate
-from repro_gate.runner.docker_ownership import (
+from repro_gate.runner.proxy.ownership import (
     SLOT_LABEL,
     referenced_containers,
     scoped,
     with_slot_socket,
 )
-from repro_gate.runner.docker_policy import (
+from repro_gate.runner.proxy.policy import (
     SlotPolicy,
     check_create,
     check_exec,
@@ -35,7 +35,7 @@ from repro_gate.runner.docker_policy import (
     check_update,
     check_volume_create,
 )
-from repro_gate.runner.docker_routes import Handling, route
+from repro_gate.runner.proxy.routes import Handling, route
 
 SLOT_GPU = "GPU-11111111-2222-3333-4444-555555555555"
 OTHER_GPU = "GPU-99999999-8888-7777-6666-555555555555"

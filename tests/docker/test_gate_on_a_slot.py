@@ -15,7 +15,7 @@ from gpu_dockerd import GpuDockerd
 from proxy_thread import RunningProxy
 
 import repro_gate
-from repro_gate.runner.docker_policy import SlotPolicy
+from repro_gate.runner.proxy.policy import SlotPolicy
 
 pytestmark = pytest.mark.docker
 SLOT_GPU = "GPU-5e1c2a4b-8d3f-4b7e-9a61-0c2d3e4f5a6b"

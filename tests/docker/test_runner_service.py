@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "runner"))  # runner_files
 from runner_files import SLOT_UUIDS, Answer, FakeGitHub, github, token_file, write_config
 
 from repro_gate.runner.containers import SERVICE_LABEL, SLOT_INDEX_LABEL
-from repro_gate.runner.docker_ownership import SLOT_LABEL
+from repro_gate.runner.proxy.ownership import SLOT_LABEL
 
 __all__ = ["github"]  # the fixture, used by name
 pytestmark = pytest.mark.docker

@@ -21,12 +21,12 @@ from upgrade.upgrade_index import PackageIndex, build_wheel
 
 from repro_gate.config import Config, ContainerConfig
 from repro_gate.config.model import UpgradeConfig
+from repro_gate.environments import DockerEnvironments, Environment
+from repro_gate.environments.docker_volumes import ENV_ROOT, VOLUME_KEY_LENGTH, VOLUME_PREFIX
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.launch.base import PythonEnvironment, RunSpec
 from repro_gate.launch.docker import LABEL_GATE, DockerLauncher
 from repro_gate.launch.host_paths import PathTranslator
-from repro_gate.upgrade import DockerEnvironments, Environment
-from repro_gate.upgrade.docker_environments import ENV_ROOT, VOLUME_KEY_LENGTH, VOLUME_PREFIX
 
 pytestmark = pytest.mark.docker
 

@@ -21,8 +21,7 @@ from gate_cli import check
 from repro_gate import validation
 from repro_gate.config import CostConfig
 from repro_gate.config.overrides import from_action_inputs
-from repro_gate.errors import ConfigError
-from repro_gate.gate.cost import (
+from repro_gate.cost.estimate import (
     MIN_PAIRS,
     T_975,
     block_times,
@@ -32,7 +31,7 @@ from repro_gate.gate.cost import (
     t_975,
     top_ops,
 )
-from repro_gate.gate.cost_plan import (
+from repro_gate.cost.plan import (
     ARM_DEFAULT,
     ARM_DETERMINISTIC,
     ARM_NO_FILL,
@@ -41,6 +40,7 @@ from repro_gate.gate.cost_plan import (
     plan,
     reference_steps,
 )
+from repro_gate.errors import ConfigError
 from repro_gate.probe import read_trajectory
 
 MANIFEST = Path(__file__).parents[1] / "github" / "data" / "manifest-fail.json"

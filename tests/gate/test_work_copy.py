@@ -11,7 +11,7 @@ from pathlib import Path
 from gate_cli import TRAININGS, check, script
 
 from repro_gate.gate import workcopy
-from repro_gate.gate.lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
+from repro_gate.gate.file_lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
 
 GIT_IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
 

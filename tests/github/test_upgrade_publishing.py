@@ -1,5 +1,5 @@
-"""Publishing an upgrade check (publish/upgrade.py) against the validating fake GitHub API and
-into the Actions step files: check run, sticky comment beside the gate's, outputs, summary.
+"""Publishing an upgrade check (publish/upgrade_report.py) against the validating fake GitHub
+API and into the Actions step files: check run, sticky comment beside the gate's, outputs, summary.
 
 The upgrade documents are built here in the shape the upgrade check writes and validated
 against schemas/upgrade.schema.json before they are published.
@@ -17,8 +17,13 @@ from github_env import HEAD_SHA, PR_NUMBER, actions_environment
 
 from repro_gate import config, publish, validation
 from repro_gate.config import Config
-from repro_gate.manifest.upgrade import validate_upgrade
-from repro_gate.publish.upgrade import check_name, comment_marker, outputs_for, publish_to_actions
+from repro_gate.manifest.upgrade_document import validate_upgrade
+from repro_gate.publish.upgrade_report import (
+    check_name,
+    comment_marker,
+    outputs_for,
+    publish_to_actions,
+)
 from repro_gate.render import markdown, markdown_upgrade
 
 SHA = "cd" * 32

@@ -15,7 +15,7 @@ import pytest
 
 from repro_gate import validation
 from repro_gate.errors import ErrorKind, GateError
-from repro_gate.manifest.upgrade import (
+from repro_gate.manifest.upgrade_document import (
     UPGRADE_FILE,
     UPGRADE_SCHEMA_VERSION,
     read_upgrade,

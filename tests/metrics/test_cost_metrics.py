@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from repro_gate.config import MetricsConfig
 from repro_gate.publish.metrics import push_manifest, sli
-from repro_gate.publish.metrics.push import keep_payload
+from repro_gate.publish.metrics.pushgateway import keep_payload
 
 Series = dict[str, dict[tuple[tuple[str, str], ...], float]]
 OVER = {"max_pct": 10.0, "status": "over"}

@@ -29,7 +29,7 @@ from prometheus_client import generate_latest
 
 from repro_gate.config import MetricsConfig
 from repro_gate.publish.metrics import push_manifest
-from repro_gate.publish.metrics.push import keep_payload
+from repro_gate.publish.metrics.pushgateway import keep_payload
 from repro_gate.runner.metrics import (
     JobOutcome,
     MetricsServer,

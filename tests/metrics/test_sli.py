@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from repro_gate import validation
 from repro_gate.config import MetricsConfig
 from repro_gate.publish.metrics import push_manifest
-from repro_gate.publish.metrics.push import keep_payload, resolve_target
+from repro_gate.publish.metrics.pushgateway import keep_payload, resolve_target
 from repro_gate.publish.metrics.sli import environment_labels
 
 # Labels whose values grow without bound; none may appear on a metric or in a grouping key.

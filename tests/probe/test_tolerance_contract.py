@@ -14,12 +14,12 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from repro_gate.compare.runs import RunSide
+from repro_gate.compare.run_pair import RunSide
 from repro_gate.compare.structured import compare_numbers
 from repro_gate.compare.tensors import compare_tensors
 from repro_gate.compare.tolerance import Tolerance, agree
 from repro_gate.config import ToleranceConfig
-from repro_gate.gate.upgrade_runs import first_loss_outside
+from repro_gate.upgrade.trials import first_loss_outside
 
 NAN, INF = math.nan, math.inf
 HUGE, TINY = sys.float_info.max, 5e-324

@@ -24,7 +24,7 @@ import jsonschema
 import pytest
 import yaml
 
-from repro_gate.runner.config import DEFAULT_DRAIN_TIMEOUT, AppAuth, load_runner_config
+from repro_gate.runner.runner_config import DEFAULT_DRAIN_TIMEOUT, AppAuth, load_runner_config
 
 ROOT = Path(__file__).parents[2]
 UNIT = ROOT / "runner" / "systemd" / "repro-gate-runner.service"

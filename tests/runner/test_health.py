@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from runner_files import SLOT_UUIDS
 
-from repro_gate.runner.config import HealthSettings
 from repro_gate.runner.health import (
     HealthReport,
     check_slot,
@@ -23,6 +22,7 @@ from repro_gate.runner.health import (
     read_health,
     wait_for_health,
 )
+from repro_gate.runner.runner_config import HealthSettings
 from repro_gate.runner.slots import Slot
 
 MIG = "MIG-11111111-2222-4333-8444-555555555555"

@@ -15,7 +15,6 @@ from runner_files import SLOT_UUIDS, token_file, write_config
 
 from repro_gate import __version__
 from repro_gate.errors import ConfigError
-from repro_gate.runner.config import load_runner_config
 from repro_gate.runner.metrics import (
     DURATION_BUCKETS,
     JobOutcome,
@@ -25,6 +24,7 @@ from repro_gate.runner.metrics import (
     serve_metrics,
 )
 from repro_gate.runner.registration import runner_name
+from repro_gate.runner.runner_config import load_runner_config
 from repro_gate.runner.slots import Slot
 
 POOL = "lab-a"

@@ -27,9 +27,9 @@ from runner_files import (
 
 from repro_gate.errors import GitHubError
 from repro_gate.publish.github.client import RetryPolicy
-from repro_gate.runner.config import load_runner_config
 from repro_gate.runner.github_auth import AppInstallationToken, rs256_signer
 from repro_gate.runner.registration import MAX_NAME, Registrar, runner_name_stem
+from repro_gate.runner.runner_config import load_runner_config
 from repro_gate.runner.slots import Slot
 
 __all__ = ["github"]  # the fixture, used by name

@@ -10,8 +10,8 @@ from runner_files import SLOT_UUIDS, repro_gate, token_file, write_config
 
 from repro_gate.config.overrides import from_action_inputs
 from repro_gate.errors import ConfigError
-from repro_gate.runner import config as runner_config
-from repro_gate.runner.config import (
+from repro_gate.runner import runner_config
+from repro_gate.runner.runner_config import (
     SlotSettings,
     SlotSource,
     TargetKind,

@@ -24,7 +24,7 @@ from gate_cli import check, script
 from repro_gate.probe import INJECT_DIR, STATUS_FILE, read_json, read_trajectory
 
 TRAININGS = Path(__file__).parent / "trainings"
-# The variables the gate gives a deterministic run (gate/runs.py), as they are today.
+# The variables the gate gives a deterministic run (gate/training_run.py), as they are today.
 GATE_ENV = {"REPRO_GATE_MODE": "deterministic", "REPRO_GATE_DETERMINISM": "warn",
             "PYTHONHASHSEED": "0", "CUBLAS_WORKSPACE_CONFIG": ":4096:8"}
 CASES = {

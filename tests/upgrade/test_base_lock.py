@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from repro_gate.environments.dependency_lock import read_lock
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.upgrade.base_lock import FETCH_HINT, base_lock
-from repro_gate.upgrade.locks import read_lock
 
 GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
                 "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from upgrade_index import PackageIndex, tree_digest
 
+from repro_gate.environments import Lock, read_lock
 from repro_gate.errors import ErrorKind, GateError
-from repro_gate.upgrade import Lock, UpgradeRequest, compute_candidate, given_candidate, read_lock
+from repro_gate.upgrade import UpgradeRequest, compute_candidate, given_candidate
 from repro_gate.upgrade.candidate import RELAXED_INPUT
 
 EVERYTHING = {"harmless": "1.1", "leaf": "1.1", "numlib": "1.1"}

@@ -7,14 +7,8 @@ from pathlib import Path
 
 from upgrade_index import PackageIndex
 
-from repro_gate.upgrade import (
-    Change,
-    UpgradeRequest,
-    apply_changes,
-    change_set,
-    compute_candidate,
-    read_lock,
-)
+from repro_gate.environments import read_lock
+from repro_gate.upgrade import Change, UpgradeRequest, apply_changes, change_set, compute_candidate
 
 
 def write_lock(path: Path, text: str) -> Path:

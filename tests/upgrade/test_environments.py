@@ -11,16 +11,10 @@ from pathlib import Path
 import pytest
 from upgrade_index import PackageIndex, env_python_value
 
+from repro_gate.environments import LocalEnvironments, pins_sha256, read_lock
+from repro_gate.environments.virtualenvs import ENV_MARKER, PINS_FILE
 from repro_gate.errors import ErrorKind, GateError
-from repro_gate.upgrade import (
-    LocalEnvironments,
-    UpgradeRequest,
-    apply_changes,
-    compute_candidate,
-    pins_sha256,
-    read_lock,
-)
-from repro_gate.upgrade.environments import ENV_MARKER, PINS_FILE
+from repro_gate.upgrade import UpgradeRequest, apply_changes, compute_candidate
 
 
 def builder(cache: Path, index: PackageIndex, *, inherit_site_packages: bool = False,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from repro_gate.environments import Lock, LockedPackage, find_lock, read_lock
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.fingerprint.lockfiles import requirements_via
-from repro_gate.upgrade import Lock, LockedPackage, find_lock, read_lock
 
 AT_BASELINE = {"harmless": "1.0", "leaf": "1.0", "numlib": "1.0"}
 

@@ -17,7 +17,7 @@ import pytest
 from upgrade_index import PackageIndex, tree_digest
 
 from repro_gate.launch.progress import ENV_STATUS_SECONDS
-from repro_gate.manifest.upgrade import read_upgrade
+from repro_gate.manifest.upgrade_document import read_upgrade
 
 TRAIN = """\
 import torch

@@ -24,7 +24,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from repro_gate.upgrade.installer import uv_binary
+from repro_gate.environments.installer import uv_binary
 
 # name -> version -> (dependencies, the module's source)
 PACKAGES: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {

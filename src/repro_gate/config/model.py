@@ -117,7 +117,7 @@ class CostConfig:
 class ReferenceConfig:
     """`reference` (and `device`): the embedded training used when no command is configured."""
 
-    steps: int = 80  # runs A and B; the cost run has its own count (gate/cost_plan.py)
+    steps: int = 80  # runs A and B; the cost run has its own count (cost/plan.py)
     batch_size: int = 32
     width: int = 32
     device: Device = "auto"

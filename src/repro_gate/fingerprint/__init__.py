@@ -6,7 +6,7 @@ Host-side facts come from `collect_host`; the in-process facts come from the pro
 
 from __future__ import annotations
 
-from repro_gate.fingerprint.diff import diff_lines, environment_diff
+from repro_gate.fingerprint.environment_diff import diff_lines, environment_diff
 from repro_gate.fingerprint.host import collect_host
 from repro_gate.fingerprint.identity import config_hash, identity
 from repro_gate.fingerprint.sections import manifest_sections

@@ -9,7 +9,7 @@ from repro_gate.config import Config
 from repro_gate.errors import ErrorKind
 from repro_gate.fingerprint.assemble import build_fingerprint
 from repro_gate.fingerprint.checklist import evaluate
-from repro_gate.fingerprint.diff import environment_diff
+from repro_gate.fingerprint.environment_diff import environment_diff
 from repro_gate.fingerprint.identity import config_hash
 from repro_gate.manifest import read_document
 

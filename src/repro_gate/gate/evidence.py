@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from repro_gate.errors import ErrorKind, GateError
-from repro_gate.gate.runs import RunRecord
+from repro_gate.gate.training_run import RunRecord
 from repro_gate.render.observed import limitation
 
 PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*(\.exe)?", re.IGNORECASE)

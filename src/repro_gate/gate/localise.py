@@ -21,7 +21,7 @@ from typing import Any
 from repro_gate import probe
 from repro_gate.config import Config
 from repro_gate.errors import GateError, one_line
-from repro_gate.gate import runs
+from repro_gate.gate import training_run
 from repro_gate.gate.record import GateState
 from repro_gate.launch.base import Launcher, RunSpec
 
@@ -30,7 +30,7 @@ SPARE_RUN_NAME = "localisation"  # when a gate of 12 or more runs already has a 
 PURPOSE = "localisation"
 LOCALISED_CAUSES = ("forward", "backward")
 
-Execute = Callable[[RunSpec], runs.RunRecord]
+Execute = Callable[[RunSpec], training_run.RunRecord]
 
 
 def localise(
@@ -54,7 +54,7 @@ def localise(
     step, rank = int(divergence["step"]), int(divergence.get("rank") or 0)
     name = RUN_NAME if all(r.name != RUN_NAME for r in state.records) else SPARE_RUN_NAME
     try:
-        spec = runs.build_spec(config, launcher, name, "deterministic", max_steps=step)
+        spec = training_run.build_spec(config, launcher, name, "deterministic", max_steps=step)
         spec.env[probe.ENV_LOCALISE_STEP] = str(step)
         record = execute(spec)
     except GateError as error:  # a signal too: the verdict is decided, the gate reports it
@@ -74,7 +74,7 @@ def localise(
     divergence.update(found)
 
 
-def outcome(record: runs.RunRecord, step: int, rank: int) -> dict[str, Any]:
+def outcome(record: training_run.RunRecord, step: int, rank: int) -> dict[str, Any]:
     """`module` and `localisation` from what run `record` left for `rank`."""
     result = probe.read_json(record.run_dir, probe.LOCALISE_FILE, rank)
     if not _readable(result, step):
@@ -114,7 +114,7 @@ def _readable(result: Any, step: int) -> bool:
     )
 
 
-def _missing(record: runs.RunRecord, step: int, rank: int) -> str:
+def _missing(record: training_run.RunRecord, step: int, rank: int) -> str:
     """Why run `record` left no usable localise file for `rank`."""
     if record.timed_out:
         return f"run {record.name} timed out after {record.wall_seconds:.1f} s" \

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate import fingerprint, manifest
-from repro_gate.compare.runs import check_something_compared, compare_runs, empty_comparison
+from repro_gate.compare.run_pair import check_something_compared, compare_runs, empty_comparison
 from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
+from repro_gate.cost import plan as cost_plan
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError, one_line
-from repro_gate.gate import cost_plan, evidence, lock, runs, verdict
+from repro_gate.gate import evidence, file_lock, training_run, verdict
 from repro_gate.gate.localise import localise
 from repro_gate.gate.record import GateState, assemble, deterministic, now
 from repro_gate.launch import cancel
@@ -45,7 +46,7 @@ class GateOutcome:
     manifest_path: Path | None
     exit_code: int
     error_detail: str = ""
-    records: list[runs.RunRecord] = field(default_factory=list)  # every run, in order
+    records: list[training_run.RunRecord] = field(default_factory=list)  # every run, in order
 
 
 def run_gate(
@@ -73,7 +74,7 @@ def _run_gate(
         check_baseline(config)
         launcher = open_launcher(config)
         state.host_fingerprint = fingerprint.collect_host(
-            config.data, config.workdir, gate_files=lock.gate_files(config))
+            config.data, config.workdir, gate_files=file_lock.gate_files(config))
         publisher.started()
         execute_runs(config, launcher, state, sink_for)
         sides = [record.side() for record in deterministic(state.records)]
@@ -203,7 +204,7 @@ def execute_runs(
             first = state.records[0]
             recorded = first.trajectory or first.other_ranks
             reference = probe_output_dir(first.run_dir) if recorded else None
-        spec = runs.build_spec(config, launcher, name, "deterministic", reference)
+        spec = training_run.build_spec(config, launcher, name, "deterministic", reference)
         record = _execute(config, launcher, spec, sink_for)
         state.records.append(record)
         _check_run(record, state, config.timeout)
@@ -213,11 +214,12 @@ def execute_runs(
     if not config.cost.enabled:
         return
     planned: list[tuple[str, Mode, int]] = [
-        (runs.COST_RUN_NAME, "cost", cost_plan.max_steps(config.cost))]
+        (training_run.COST_RUN_NAME, "cost", cost_plan.max_steps(config.cost))]
     if config.cost.noise_floor:
-        planned += [(name, "default", config.cost.steps) for name in runs.NOISE_FLOOR_RUN_NAMES]
+        planned += [(name, "default", config.cost.steps)
+                    for name in training_run.NOISE_FLOOR_RUN_NAMES]
     for name, mode, max_steps in planned:
-        spec = runs.build_spec(config, launcher, name, mode, max_steps=max_steps)
+        spec = training_run.build_spec(config, launcher, name, mode, max_steps=max_steps)
         record = _execute(config, launcher, spec, sink_for)
         state.records.append(record)
         _check_run(record, state, config.timeout)
@@ -225,9 +227,9 @@ def execute_runs(
 
 def _execute(
     config: Config, launcher: Launcher, spec: RunSpec, sink_for: SinkFactory
-) -> runs.RunRecord:
+) -> training_run.RunRecord:
     try:
-        return runs.execute(launcher, spec, sink_for(spec.name), list(config.artifacts))
+        return training_run.execute(launcher, spec, sink_for(spec.name), list(config.artifacts))
     except GateError as error:
         if error.kind != ErrorKind.CANCELLED:
             raise
@@ -249,7 +251,7 @@ def _last_step(spec: RunSpec) -> int:
     return step if isinstance(step, int) else len(trajectory)
 
 
-def _check_run(record: runs.RunRecord, state: GateState, timeout: float | None) -> None:
+def _check_run(record: training_run.RunRecord, state: GateState, timeout: float | None) -> None:
     """Raise for a run that timed out, crashed or left configured globs unmatched."""
     label = f"run {record.name} ({record.mode})"
     if record.timed_out:

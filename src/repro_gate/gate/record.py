@@ -9,13 +9,13 @@ from typing import Any
 from repro_gate import fingerprint, manifest
 from repro_gate.compare.trajectory import compare_trajectories
 from repro_gate.config import Config
+from repro_gate.cost.estimate import cost_of_determinism
+from repro_gate.cost.plan import plan
 from repro_gate.errors import GateError
 from repro_gate.fingerprint.seeding import unseeded_anchor
 from repro_gate.gate import verdict
-from repro_gate.gate.cost import cost_of_determinism
-from repro_gate.gate.cost_plan import plan
 from repro_gate.gate.evidence import Evidence, qualify
-from repro_gate.gate.runs import RunRecord
+from repro_gate.gate.training_run import RunRecord
 from repro_gate.probe import COST_FILE, read_json
 
 MAX_ALERT_STEPS = 20

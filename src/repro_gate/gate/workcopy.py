@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repro_gate.errors import ErrorKind, GateError
-from repro_gate.gate.lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
+from repro_gate.gate.file_lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
 
 WORK_SUBDIR = "work"  # the run's working copy, inside its run directory
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)

@@ -82,7 +82,7 @@ def run_mounts(spec: RunSpec, staging: Path, translator: PathTranslator) -> RunM
     if spec.reference_trajectory is not None:
         path = spec.reference_trajectory
         mounts.append(bind(translator, path, str(path), read_only=True))
-    if (venv := spec.python_environment) and venv.volume:  # built by upgrade/, read-only
+    if (venv := spec.python_environment) and venv.volume:  # built by environments/, read-only
         mounts.append(docker.types.Mount(str(venv.root), venv.volume, "volume", read_only=True))
     container_paths = []
     for index, directory in enumerate(spec.python_path):

@@ -20,8 +20,8 @@ from repro_gate.config import Config, MetricsConfig
 from repro_gate.manifest.store import MANIFEST_NAME
 from repro_gate.publish import actions
 from repro_gate.publish.github.reporter import GitHubReporter
-from repro_gate.publish.metrics.push import push_manifest
-from repro_gate.publish.upgrade import for_upgrade as for_upgrade
+from repro_gate.publish.metrics.pushgateway import push_manifest
+from repro_gate.publish.upgrade_report import for_upgrade as for_upgrade
 
 
 class Publisher(Protocol):

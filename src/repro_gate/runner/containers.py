@@ -22,7 +22,7 @@ import requests
 from docker.types import DeviceRequest, Mount
 
 from repro_gate.errors import ErrorKind, GateError, one_line
-from repro_gate.runner.docker_ownership import SLOT_LABEL
+from repro_gate.runner.proxy.ownership import SLOT_LABEL
 
 SERVICE_LABEL = "org.repro-gate.runner-service"  # <name_prefix>-<host>: orphan clean-up
 SLOT_INDEX_LABEL = "org.repro-gate.runner-slot"

@@ -25,7 +25,7 @@ from typing import Protocol
 
 from repro_gate.errors import ConfigError, GitHubError, MissingDependencyError, one_line
 from repro_gate.publish.github.client import GitHubClient, RetryPolicy
-from repro_gate.runner.config import AppAuth, TokenFileAuth
+from repro_gate.runner.runner_config import AppAuth, TokenFileAuth
 
 JWT_BACKDATE = 60  # seconds: GitHub's advice against clock drift
 JWT_LIFETIME = 540  # seconds after iat + backdate: under GitHub's 10-minute maximum

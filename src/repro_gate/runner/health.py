@@ -29,7 +29,7 @@ from repro_gate.fingerprint.nvml import (
     nvml_session,
 )
 from repro_gate.runner._repro_gate_job_started import judge
-from repro_gate.runner.config import HealthSettings
+from repro_gate.runner.runner_config import HealthSettings
 from repro_gate.runner.slots import Slot
 
 Raw = dict[str, Any]

@@ -17,8 +17,8 @@ from typing import Any
 
 from repro_gate.errors import GitHubError
 from repro_gate.publish.github.client import GitHubClient, RetryPolicy
-from repro_gate.runner.config import RunnerConfig
 from repro_gate.runner.github_auth import TokenSource, token_source
+from repro_gate.runner.runner_config import RunnerConfig
 from repro_gate.runner.slots import Slot
 
 FIXED_LABELS = ("self-hosted", "gpu")

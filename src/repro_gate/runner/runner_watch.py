@@ -17,10 +17,10 @@ from typing import Protocol
 
 from repro_gate.errors import GitHubError, ReproGateError
 from repro_gate.runner import hook
-from repro_gate.runner.config import RunnerConfig
 from repro_gate.runner.containers import ContainerState, Daemon, DaemonGone, DockerFailure
 from repro_gate.runner.metrics import ServiceMetrics, SlotState
 from repro_gate.runner.registration import JitRunner, Registrar
+from repro_gate.runner.runner_config import RunnerConfig
 from repro_gate.runner.slots import Slot
 
 POLL_SECONDS = 0.5  # how often a running runner, its hook status and a drain are looked at

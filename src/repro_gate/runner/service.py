@@ -26,7 +26,6 @@ from prometheus_client import CollectorRegistry
 
 from repro_gate.errors import ConfigError, ErrorKind, GateError, ReproGateError, one_line
 from repro_gate.runner import hook
-from repro_gate.runner.config import RunnerConfig
 from repro_gate.runner.containers import (
     SERVICE_LABEL,
     Daemon,
@@ -34,11 +33,12 @@ from repro_gate.runner.containers import (
     connect,
     service_label,
 )
-from repro_gate.runner.docker_ownership import SLOT_LABEL
-from repro_gate.runner.docker_policy import SlotPolicy
-from repro_gate.runner.docker_proxy import serve as serve_proxy
 from repro_gate.runner.metrics import MetricsServer, ServiceMetrics, SlotState, serve_metrics
+from repro_gate.runner.proxy.ownership import SLOT_LABEL
+from repro_gate.runner.proxy.policy import SlotPolicy
+from repro_gate.runner.proxy.server import serve as serve_proxy
 from repro_gate.runner.registration import Registrar, runner_name_stem
+from repro_gate.runner.runner_config import RunnerConfig
 from repro_gate.runner.slot_cycle import JIT_VARIABLE, SlotCycle, SlotFolders, wipe
 from repro_gate.runner.slots import Slot
 

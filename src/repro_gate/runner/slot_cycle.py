@@ -21,7 +21,6 @@ from pathlib import Path
 
 from repro_gate.errors import ReproGateError
 from repro_gate.runner import hook
-from repro_gate.runner.config import RunnerConfig
 from repro_gate.runner.containers import (
     Bind,
     Daemon,
@@ -31,10 +30,11 @@ from repro_gate.runner.containers import (
     runner_labels,
     service_label,
 )
-from repro_gate.runner.docker_ownership import SLOT_LABEL
 from repro_gate.runner.health import check_slot
 from repro_gate.runner.metrics import JobOutcome, ServiceMetrics, SlotState
+from repro_gate.runner.proxy.ownership import SLOT_LABEL
 from repro_gate.runner.registration import JitRunner, Registrar, runner_name
+from repro_gate.runner.runner_config import RunnerConfig
 from repro_gate.runner.runner_watch import Ending, RunnerRun, RunnerWatch
 from repro_gate.runner.slots import Slot
 

@@ -18,7 +18,7 @@ from repro_gate.fingerprint.nvml import (
     nvml_call,
     nvml_session,
 )
-from repro_gate.runner.config import DEFAULT_GPU_MODEL, SlotSettings, SlotSource
+from repro_gate.runner.runner_config import DEFAULT_GPU_MODEL, SlotSettings, SlotSource
 
 Raw = dict[str, Any]
 

@@ -27,10 +27,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repro_gate import parsing
+from repro_gate.environments.dependency_lock import (
+    Lock,
+    optional_names,
+    read_lock,
+    requirements_source,
+)
+from repro_gate.environments.installer import failure_line, run_tool, uv_binary
 from repro_gate.errors import ConfigError, ErrorKind, GateError, MissingDependencyError
 from repro_gate.fingerprint.lockfiles import canonical_name, requirements_via
-from repro_gate.upgrade.installer import failure_line, run_tool, uv_binary
-from repro_gate.upgrade.locks import Lock, optional_names, read_lock, requirements_source
 
 MAX_COPIED_BYTES = 16 * 1024 * 1024
 NOT_COPIED = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__",

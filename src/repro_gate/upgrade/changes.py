@@ -13,7 +13,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from repro_gate.upgrade.locks import Lock, LockedPackage
+from repro_gate.environments.dependency_lock import Lock, LockedPackage
 
 ChangeKind = Literal["upgraded", "downgraded", "added", "removed"]
 

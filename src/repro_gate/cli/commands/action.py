@@ -25,19 +25,20 @@ from typing import TYPE_CHECKING, Any
 from repro_gate import config, publish
 from repro_gate.cli.sinks import GroupedSinks
 from repro_gate.config import DEFAULT_OUTPUT_DIR, Config, overrides
+from repro_gate.environments import find_lock
 from repro_gate.errors import ConfigError, ErrorKind, GateError
-from repro_gate.gate import lock
+from repro_gate.gate import file_lock
 from repro_gate.gate.pipeline import configuration_error, run_gate
 from repro_gate.launch import cancel, launcher_for
 from repro_gate.publish import actions
 from repro_gate.publish.github.event import PULL_REQUEST_EVENTS, read_event_payload
 from repro_gate.publish.github.fork_safety import check_fork_safety
 from repro_gate.render import console
-from repro_gate.upgrade import UpgradeRequest, find_lock
+from repro_gate.upgrade import UpgradeRequest
 from repro_gate.upgrade.base_lock import base_lock
 
 if TYPE_CHECKING:
-    from repro_gate.gate.upgrade_check import UpgradeOptions
+    from repro_gate.upgrade.check import UpgradeOptions
 
 DEFAULT_ACTION_GPUS = "all"  # the action is meant for GPU runners
 MODES = ("check", "upgrade")  # the input `mode`; the first is the default
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_upgrade(effective, environ)
     sinks = GroupedSinks()
     try:
-        with cancel.on_signals(), lock.hold(effective, wait=False):
+        with cancel.on_signals(), file_lock.hold(effective, wait=False):
             outcome = run_gate(effective, launcher_for, publish.for_gate(effective, environ), sinks)
     finally:
         sinks.close()
@@ -127,10 +128,10 @@ def training_python(effective: Config) -> str | None:
 
 def _run_upgrade(effective: Config, environ: Mapping[str, str]) -> int:
     """mode upgrade: the upgrade check, published as its own check run, comment and outputs."""
-    from repro_gate.gate.upgrade_check import configuration_error as upgrade_error
-    from repro_gate.gate.upgrade_check import run_upgrade
-    from repro_gate.publish.upgrade import for_upgrade_configuration_error
+    from repro_gate.publish.upgrade_report import for_upgrade_configuration_error
     from repro_gate.render import upgrade_console
+    from repro_gate.upgrade.check import configuration_error as upgrade_error
+    from repro_gate.upgrade.check import run_upgrade
 
     try:
         options = upgrade_options(effective, environ)
@@ -141,7 +142,7 @@ def _run_upgrade(effective: Config, environ: Mapping[str, str]) -> int:
         raise
     sinks = GroupedSinks()
     try:
-        with cancel.on_signals(), lock.hold(effective, wait=False):
+        with cancel.on_signals(), file_lock.hold(effective, wait=False):
             outcome = run_upgrade(effective, options, launcher_for,
                                   publish.for_upgrade(effective, environ), sinks)
     finally:
@@ -154,7 +155,7 @@ def _run_upgrade(effective: Config, environ: Mapping[str, str]) -> int:
 def upgrade_options(effective: Config, environ: Mapping[str, str]) -> UpgradeOptions:
     """The candidate from the inputs: `candidate-lock`; on a pull request, the base commit's
     lock against the pull request's; else the lock upgraded by uv (`upgrade-packages`)."""
-    from repro_gate.gate.upgrade_check import UPGRADE_SUBDIR, CandidateSource, UpgradeOptions
+    from repro_gate.upgrade.check import UPGRADE_SUBDIR, CandidateSource, UpgradeOptions
 
     write_lock = _boolean_input(environ, "write-lock")
     given = overrides.action_input(environ, "candidate-lock")

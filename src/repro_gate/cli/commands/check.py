@@ -14,7 +14,7 @@ from repro_gate.cli.flags import add_config_options
 from repro_gate.cli.sinks import stderr_sink_for
 from repro_gate.config import DEFAULT_OUTPUT_DIR, overrides
 from repro_gate.errors import GateError
-from repro_gate.gate import lock
+from repro_gate.gate import file_lock
 from repro_gate.gate.pipeline import configuration_error, run_gate
 from repro_gate.launch import cancel, launcher_for
 from repro_gate.publish import actions
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         raise
     actions.mask_credentials()
     publisher = publish.for_gate(effective)
-    with cancel.on_signals(), lock.hold(effective, args.wait):
+    with cancel.on_signals(), file_lock.hold(effective, args.wait):
         outcome = run_gate(effective, launcher_for, publisher, stderr_sink_for(args.quiet))
     if args.json:
         print(json.dumps(outcome.manifest, indent=2))

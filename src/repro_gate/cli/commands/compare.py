@@ -14,7 +14,7 @@ from typing import Any
 
 from repro_gate import manifest, probe
 from repro_gate.compare import sha256_file
-from repro_gate.compare.runs import RunSide, check_something_compared, compare_runs
+from repro_gate.compare.run_pair import RunSide, check_something_compared, compare_runs
 from repro_gate.config import CompareConfig, ToleranceConfig
 from repro_gate.config.loader import check_artifact_globs, validate
 from repro_gate.config.overrides import parse_tolerance

@@ -9,7 +9,7 @@ from typing import Any
 from repro_gate import validation
 from repro_gate.cli.output import print_document
 from repro_gate.errors import EXIT_FAIL, EXIT_PASS, ErrorKind, GateError
-from repro_gate.fingerprint.diff import CATEGORIES, environment_diff
+from repro_gate.fingerprint.environment_diff import CATEGORIES, environment_diff
 from repro_gate.manifest import read_document
 
 

@@ -14,7 +14,7 @@ from repro_gate.errors import EXIT_FAIL, EXIT_PASS
 from repro_gate.fingerprint.assemble import build_fingerprint
 from repro_gate.fingerprint.checklist import evaluate
 from repro_gate.fingerprint.host import collect_host
-from repro_gate.gate import lock
+from repro_gate.gate import file_lock
 
 
 def add_parser(subparsers: Any, name: str) -> None:
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 def diagnose(effective: Config, *, hash_data_files: bool) -> dict[str, Any]:
     """The static checklist for an effective configuration."""
     host = collect_host(effective.data, effective.workdir, hash_data_files=hash_data_files,
-                        gate_files=lock.gate_files(effective))
+                        gate_files=file_lock.gate_files(effective))
     # torch is not imported: its flags only matter inside a run, and importing it costs seconds.
     in_process = {LOCAL_RUN: local_in_process(import_torch=False)}
     fingerprint = build_fingerprint(effective, host, in_process, image=None)

@@ -13,7 +13,7 @@ from repro_gate.config import Config
 from repro_gate.fingerprint.assemble import build_fingerprint
 from repro_gate.fingerprint.host import collect_host
 from repro_gate.fingerprint.identity import config_hash
-from repro_gate.gate import lock
+from repro_gate.gate import file_lock
 from repro_gate.probe import INJECT_DIR
 
 DOCUMENT_FORMAT = 1
@@ -47,7 +47,7 @@ def fingerprint_document(effective: Config, *, hash_data_files: bool = True
                          ) -> dict[str, Any]:
     """Host facts plus this interpreter's in-process facts, with their config_hash."""
     host = collect_host(effective.data, effective.workdir, hash_data_files=hash_data_files,
-                        gate_files=lock.gate_files(effective))
+                        gate_files=file_lock.gate_files(effective))
     fingerprint = build_fingerprint(effective, host, {LOCAL_RUN: local_in_process()}, image=None)
     return {
         "repro_gate_fingerprint": DOCUMENT_FORMAT,

@@ -14,7 +14,7 @@ from repro_gate import manifest
 from repro_gate.config import MetricsConfig, recorded_section
 from repro_gate.errors import EXIT_ERROR, EXIT_PASS, ErrorKind, GateError
 from repro_gate.publish.metrics import push_manifest
-from repro_gate.publish.metrics.push import (
+from repro_gate.publish.metrics.pushgateway import (
     ENV_INPUT_URL,
     ENV_URL,
     NOT_CONFIGURED,

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate.errors import ConfigError, ErrorKind, GateError, PublishError
-from repro_gate.runner.config import AppAuth, RunnerConfig, load_runner_config
 from repro_gate.runner.github_auth import AppInstallationToken
 from repro_gate.runner.registration import Registrar, runner_labels, runner_name
+from repro_gate.runner.runner_config import AppAuth, RunnerConfig, load_runner_config
 from repro_gate.runner.slots import Slot, discover
 
 TOKEN_ON_COMMAND_LINE = (

@@ -22,19 +22,19 @@ from repro_gate.cli.sinks import stderr_sink_for
 from repro_gate.config import DEFAULT_OUTPUT_DIR, overrides
 from repro_gate.config.model import UpgradeConfig
 from repro_gate.errors import ConfigError, GateError
-from repro_gate.gate import lock
-from repro_gate.gate.upgrade_check import (
+from repro_gate.gate import file_lock
+from repro_gate.launch import cancel, launcher_for
+from repro_gate.publish import actions
+from repro_gate.publish.github.fork_safety import check_fork_safety
+from repro_gate.render import upgrade_console
+from repro_gate.upgrade import UpgradeRequest
+from repro_gate.upgrade.check import (
     CandidateSource,
     SilentPublisher,
     UpgradeOptions,
     configuration_error,
     run_upgrade,
 )
-from repro_gate.launch import cancel, launcher_for
-from repro_gate.publish import actions
-from repro_gate.publish.github.fork_safety import check_fork_safety
-from repro_gate.render import upgrade_console
-from repro_gate.upgrade import UpgradeRequest
 
 EPILOG = f"""\
 exit codes: 0 same (numerics equal or within tolerance, and reproducible), 1 changed or not
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
         configuration_error(error, Path.cwd(), output_dir, SilentPublisher())
         raise
     actions.mask_credentials()
-    with cancel.on_signals(), lock.hold(effective, args.wait):
+    with cancel.on_signals(), file_lock.hold(effective, args.wait):
         outcome = run_upgrade(effective, options, launcher_for, publish.for_upgrade(effective),
                               stderr_sink_for(args.quiet))
     if args.json:

@@ -45,7 +45,7 @@ def _gate_ops(manifest: Mapping[str, Any]) -> list:
 @dataclass(frozen=True)
 class Rendering:
     """What is posted for a document: the gate's manifest by default; the upgrade check
-    (publish/upgrade.py) posts its own report through the same channels."""
+    (publish/upgrade_report.py) posts its own report through the same channels."""
 
     name: Callable[[str], str] = str  # the gate's name -> check-run name and status context
     marker: Callable[[str], str] = markdown.comment_marker  # finds the sticky comment again

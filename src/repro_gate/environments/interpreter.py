@@ -20,10 +20,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, Specifier
 from packaging.version import InvalidVersion
 
+from repro_gate.environments.installer import failure_line, run_tool
+from repro_gate.environments.uv_graph import holds
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.fingerprint.lockfiles import canonical_name
-from repro_gate.upgrade.installer import failure_line, run_tool
-from repro_gate.upgrade.uv_graph import holds
 
 # Runs in the inspected interpreter: stdlib only. The first distribution of a name on sys.path
 # is the one `import` finds; the marker values are those of packaging's default_environment().

@@ -14,7 +14,7 @@ steps as LocalEnvironments: `uv venv [--system-site-packages] --python <that pyt
 inherit_site_packages what the environment's interpreter sees, judged here by
 interpreter.unmet). uv is this host's binary (it needs glibc only), mounted read-only.
 
-The marker (environments.py's `env.json`) is written last, by a second short container, once
+The marker (virtualenvs.py's `env.json`) is written last, by a second short container, once
 the check is judged here. Concurrency: every container that builds or seals a volume first
 takes `flock` on a lock file inside it (the volume is one directory on the daemon's host, so the
 lock holds across containers and across gates). A builder that gets the lock after another finds
@@ -54,13 +54,16 @@ import requests.exceptions
 
 from repro_gate.config import Config
 from repro_gate.credentials import without_credentials
-from repro_gate.errors import ErrorKind, GateError, one_line
-from repro_gate.fingerprint.lockfiles import canonical_name
-from repro_gate.launch import cancel
-from repro_gate.launch.docker import LABEL_GATE, LABEL_RUN, connect, resolve_image
-from repro_gate.launch.host_paths import PathTranslator
-from repro_gate.upgrade.docker_build import BUILD_SCRIPT, BuildAnswer
-from repro_gate.upgrade.environments import (
+from repro_gate.environments.docker_build import BUILD_SCRIPT, BuildAnswer
+from repro_gate.environments.installer import failure_line, uv_binary
+from repro_gate.environments.interpreter import (
+    FACTS_SCRIPT,
+    Distribution,
+    Interpreter,
+    already_met,
+    unmet,
+)
+from repro_gate.environments.virtualenvs import (
     ENV_MARKER,
     INHERIT_PTH,
     PINS_FILE,
@@ -68,14 +71,11 @@ from repro_gate.upgrade.environments import (
     _Marker,
     pins_sha256,
 )
-from repro_gate.upgrade.installer import failure_line, uv_binary
-from repro_gate.upgrade.interpreter import (
-    FACTS_SCRIPT,
-    Distribution,
-    Interpreter,
-    already_met,
-    unmet,
-)
+from repro_gate.errors import ErrorKind, GateError, one_line
+from repro_gate.fingerprint.lockfiles import canonical_name
+from repro_gate.launch import cancel
+from repro_gate.launch.docker import LABEL_GATE, LABEL_RUN, connect, resolve_image
+from repro_gate.launch.host_paths import PathTranslator
 
 ENV_ROOT = PurePosixPath("/opt/repro-gate/env")  # the volume, in the build and in the training
 UV_TARGET = PurePosixPath("/opt/repro-gate/tools/uv")
@@ -193,7 +193,7 @@ class DockerEnvironments:
 
     def _problems(self, check: subprocess.CompletedProcess[str],
                   pins: Mapping[str, str]) -> list[str]:
-        """Why the installed set is inconsistent (empty: it is consistent), as environments.py
+        """Why the installed set is inconsistent (empty: it is consistent), as virtualenvs.py
         judges it: `uv pip check`'s lines, or (inherit) the pins met where the run looks."""
         if check.returncode != 0 and not self.inherit_site_packages:
             problems = [line.strip() for line in check.stdout.splitlines()

@@ -1,6 +1,6 @@
 """The cost of determinism from the cost run's blocks: estimate, 95% interval, status, budget.
 
-The units are the rounds of the design (gate/cost_plan.py), one block per arm each: a unit is
+The units are the rounds of the design (cost/plan.py), one block per arm each: a unit is
 the log of the ratio of the deterministic block's step time to the default block's in the same
 round. Blocks of one round ran seconds apart in one process, so the drift of the machine from
 process to process, and most of it within the process, affects both alike; what is left varies
@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, TypedDict
 
 from repro_gate.config import CostConfig
-from repro_gate.gate.cost_plan import ARM_DEFAULT, ARM_DETERMINISTIC, ARM_NO_FILL, CostPlan
+from repro_gate.cost.plan import ARM_DEFAULT, ARM_DETERMINISTIC, ARM_NO_FILL, CostPlan
 
 MIN_PAIRS = 3  # fewer units than this: inconclusive, whatever the interval says
 TOP_OPS = 10

@@ -2,7 +2,7 @@
 
 Each runner container gets its slot's proxy socket as /var/run/docker.sock. The proxy speaks
 just enough HTTP/1.1 to see each request of a keep-alive connection: the request line decides
-(docker_routes), create-like bodies are read whole and checked (docker_policy), everything else
+(routes.py), create-like bodies are read whole and checked (policy.py), everything else
 is streamed both ways as it comes (chunked logs, wait, events). A 101 answer (attach and exec
 with `Upgrade: tcp`), or a response without framing, switches the connection to a raw relay of
 bytes in both directions that is never parsed. docs/runner-proxy.md lists what passes.
@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import quote
 
-from repro_gate.runner.docker_http import (
+from repro_gate.runner.proxy.framing import (
     CHUNK_BYTES,
     NO_BODY_STATUSES,
     Head,
@@ -29,15 +29,15 @@ from repro_gate.runner.docker_http import (
     read_head,
     refusal,
 )
-from repro_gate.runner.docker_ownership import (
+from repro_gate.runner.proxy.ownership import (
     is_owned,
     labelled,
     referenced_containers,
     scoped,
     with_slot_socket,
 )
-from repro_gate.runner.docker_policy import SlotPolicy
-from repro_gate.runner.docker_routes import Decision, Handling, Routed, route
+from repro_gate.runner.proxy.policy import SlotPolicy
+from repro_gate.runner.proxy.routes import Decision, Handling, Routed, route
 
 LOG = logging.getLogger(__name__)
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a create body is a few KiB; more is not a container config

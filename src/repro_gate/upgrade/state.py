@@ -6,11 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from repro_gate.environments import Environment, Lock
 from repro_gate.errors import GateError
 from repro_gate.gate.pipeline import GateOutcome
-from repro_gate.gate.upgrade_runs import TrialRun, Trials
-from repro_gate.upgrade import Change, Environment, Lock, UpgradeRequest
+from repro_gate.upgrade import Change, UpgradeRequest
 from repro_gate.upgrade.culprits import Search
+from repro_gate.upgrade.trials import TrialRun, Trials
 
 Role = Literal["baseline", "candidate"]
 

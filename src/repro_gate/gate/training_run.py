@@ -11,12 +11,13 @@ from typing import Any
 
 from repro_gate import probe
 from repro_gate.compare import sha256_file
-from repro_gate.compare.runs import RunSide
+from repro_gate.compare.run_pair import RunSide
 from repro_gate.config import Config
+from repro_gate.cost import plan as cost_plan
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.fingerprint.seeding import DETERMINISM_VARIABLES
 from repro_gate.gate import collect as artifacts
-from repro_gate.gate import cost_plan, workcopy
+from repro_gate.gate import workcopy
 from repro_gate.launch import progress
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
 from repro_gate.launch.shell import shell_argv

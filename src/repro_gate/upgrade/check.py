@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repro_gate.compare.runs import compare_runs
+from repro_gate.compare.run_pair import compare_runs
 from repro_gate.config import Config, ToleranceConfig
+from repro_gate.environments import BuildEnvironment, LocalEnvironments, find_lock, read_lock
+from repro_gate.environments.launcher import InEnvironment, python_environment
 from repro_gate.errors import (
     EXIT_ERROR,
     EXIT_FAIL,
@@ -33,7 +35,6 @@ from repro_gate.errors import (
     GateError,
     one_line,
 )
-from repro_gate.gate import upgrade_record
 from repro_gate.gate.pipeline import (
     GateOutcome,
     LauncherFactory,
@@ -43,36 +44,26 @@ from repro_gate.gate.pipeline import (
     run_gate,
 )
 from repro_gate.gate.record import now
-from repro_gate.gate.runs import RunRecord
-from repro_gate.gate.upgrade_runs import (
+from repro_gate.gate.training_run import RunRecord
+from repro_gate.launch import cancel
+from repro_gate.launch.base import Launcher
+from repro_gate.manifest.store import write_text_atomic
+from repro_gate.manifest.upgrade_document import UPGRADE_FILE, write_upgrade
+from repro_gate.publish import Publisher
+from repro_gate.render import markdown_upgrade
+from repro_gate.upgrade import UpgradeRequest, change_set, compute_candidate, given_candidate
+from repro_gate.upgrade import record as upgrade_record
+from repro_gate.upgrade.culprits import find_culprits
+from repro_gate.upgrade.state import Role, UpgradeState
+from repro_gate.upgrade.trials import (
     BASELINE_SIDE,
     CANDIDATE_SIDE,
-    InEnvironment,
     Trials,
     built,
     first_loss_outside,
     numerics_status,
-    python_environment,
     side,
 )
-from repro_gate.gate.upgrade_state import Role, UpgradeState
-from repro_gate.launch import cancel
-from repro_gate.launch.base import Launcher
-from repro_gate.manifest.store import write_text_atomic
-from repro_gate.manifest.upgrade import UPGRADE_FILE, write_upgrade
-from repro_gate.publish import Publisher
-from repro_gate.render import markdown_upgrade
-from repro_gate.upgrade import (
-    BuildEnvironment,
-    LocalEnvironments,
-    UpgradeRequest,
-    change_set,
-    compute_candidate,
-    find_lock,
-    given_candidate,
-    read_lock,
-)
-from repro_gate.upgrade.culprits import find_culprits
 
 EXIT_CODES = {"same": EXIT_PASS, "changed": EXIT_FAIL, "not_reproducible": EXIT_FAIL,
               "error": EXIT_ERROR}
@@ -199,7 +190,7 @@ def environments_for(config: Config) -> BuildEnvironment:
     """Where the environments live follows the launcher: on this host, or in the image."""
     upgrade = config.upgrade
     if config.container.image:
-        from repro_gate.upgrade.docker_environments import DockerEnvironments
+        from repro_gate.environments.docker_volumes import DockerEnvironments
 
         return DockerEnvironments.for_config(config)
     return LocalEnvironments(upgrade.cache_path, upgrade.inherit_site_packages)

@@ -1,7 +1,6 @@
-"""Runs of `repro-gate upgrade` inside environments built from locks.
+"""The culprit search's runs of `repro-gate upgrade`, in environments built from locks.
 
-The two gates run through `InEnvironment`, a launcher whose runs find the environment's
-interpreter first on PATH. The culprit search asks `Trials` about a subset of the changes: one
+The culprit search asks `Trials` about a subset of the changes: one
 deterministic run in the baseline's environment with exactly those packages moved, failing fast
 against the baseline's run A (bitwise, or on the loss leaving the tolerance). A confirmation
 run of a culprit group runs to the end, so that its artifacts can be compared too.
@@ -16,15 +15,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from repro_gate import probe
-from repro_gate.compare.runs import RunSide, compare_runs
+from repro_gate.compare.run_pair import RunSide, compare_runs
 from repro_gate.compare.status import WITHIN_TOLERANCE
 from repro_gate.compare.tolerance import Tolerance
 from repro_gate.config import Config, ToleranceConfig
+from repro_gate.environments import BuildEnvironment, Environment, Lock
+from repro_gate.environments.launcher import InEnvironment, python_environment
 from repro_gate.errors import ErrorKind, GateError
-from repro_gate.gate import runs, verdict
+from repro_gate.gate import training_run, verdict
 from repro_gate.launch import progress
-from repro_gate.launch.base import Launcher, LineSink, PythonEnvironment, RunOutcome, RunSpec
-from repro_gate.upgrade import BuildEnvironment, Environment, Lock, apply_changes
+from repro_gate.launch.base import Launcher, LineSink
+from repro_gate.upgrade import apply_changes
 from repro_gate.upgrade.culprits import Outcome
 
 SinkFactory = Callable[[str], LineSink]
@@ -34,30 +35,7 @@ CANDIDATE_SIDE = "candidate"
 SKIPPED_KINDS = frozenset({ErrorKind.LOCK_UNRESOLVABLE, ErrorKind.ENVIRONMENT})
 
 
-@dataclass(frozen=True)
-class InEnvironment:
-    """A launcher whose runs use `environment` (its `bin` first on PATH)."""
-
-    inner: Launcher
-    environment: PythonEnvironment
-
-    @property
-    def name(self) -> str:  # type: ignore[override]
-        return self.inner.name
-
-    def python_executable(self) -> str:
-        return str(self.environment.python)
-
-    def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
-        inside = dataclasses.replace(spec, python_environment=self.environment)
-        return self.inner.run(inside, sink)
-
-
-def python_environment(environment: Environment) -> PythonEnvironment:
-    return PythonEnvironment(environment.path, environment.volume)
-
-
-def side(record: runs.RunRecord, name: str) -> RunSide:
+def side(record: training_run.RunRecord, name: str) -> RunSide:
     """`record` as one side of a comparison, under another name (both gates have a run A)."""
     return dataclasses.replace(record.side(), name=name)
 
@@ -109,7 +87,7 @@ class TrialRun:
 
     packages: tuple[str, ...]
     outcome: Outcome
-    record: runs.RunRecord | None = None
+    record: training_run.RunRecord | None = None
     comparison: dict[str, Any] | None = None
     step: int | None = None  # the first divergent step
     note: str | None = None  # why it was skipped
@@ -124,7 +102,7 @@ class Trials:
     build: BuildEnvironment
     baseline: Lock
     candidate: Lock
-    reference: runs.RunRecord  # the baseline gate's run A
+    reference: training_run.RunRecord  # the baseline gate's run A
     tolerance: ToleranceConfig
     sink_for: SinkFactory
     done: list[TrialRun] = field(default_factory=list)
@@ -155,17 +133,18 @@ class Trials:
                          note=f"the training {what} (log: {record.log_path})")
         return self._judge(packages, record)
 
-    def _execute(self, launcher: Launcher, name: str, fail_fast: bool) -> runs.RunRecord:
+    def _execute(self, launcher: Launcher, name: str, fail_fast: bool) -> training_run.RunRecord:
         reference = None
         if fail_fast and self.reference.trajectory:
             reference = probe.probe_output_dir(self.reference.run_dir)
-        spec = runs.build_spec(self.config, launcher, name, "deterministic", reference)
+        spec = training_run.build_spec(self.config, launcher, name, "deterministic", reference)
         if reference is not None and not self.tolerance.bitwise:
             spec.env[probe.ENV_FAIL_FAST_TOLERANCE] = json.dumps(
                 {"atol": self.tolerance.atol, "rtol": self.tolerance.rtol})
-        return runs.execute(launcher, spec, self.sink_for(name), list(self.config.artifacts))
+        return training_run.execute(launcher, spec, self.sink_for(name),
+                                    list(self.config.artifacts))
 
-    def _judge(self, packages: tuple[str, ...], record: runs.RunRecord) -> TrialRun:
+    def _judge(self, packages: tuple[str, ...], record: training_run.RunRecord) -> TrialRun:
         baseline = side(self.reference, BASELINE_SIDE)
         other = side(record, record.name)
         comparison = compare_runs([baseline, other], self.tolerance, self.config.compare)
@@ -181,6 +160,6 @@ class Trials:
         return TrialRun(packages, Outcome.SAME, record, comparison)
 
 
-def _stop_step(record: runs.RunRecord) -> int | None:
+def _stop_step(record: training_run.RunRecord) -> int | None:
     step = (record.probe_status or {}).get("stop_step")
     return step if isinstance(step, int) else None

@@ -1,7 +1,7 @@
 """Reading and writing `upgrade.json` (`schemas/upgrade.schema.json`), the report of
 `repro-gate upgrade`: masked like a manifest, validated before it is written, written atomically.
 
-The document is built by the upgrade check (gate/upgrade_record.py); this module only guards
+The document is built by the upgrade check (upgrade/record.py); this module only guards
 what reaches the disk and what is read back from it. Its shape has its own version
 (`UPGRADE_SCHEMA_VERSION`), independent of the manifest's.
 """

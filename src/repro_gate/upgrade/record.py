@@ -8,14 +8,14 @@ from typing import Any
 
 from repro_gate import __version__
 from repro_gate.config import Config
-from repro_gate.fingerprint.diff import environment_diff
+from repro_gate.environments import Environment, Lock
+from repro_gate.fingerprint.environment_diff import environment_diff
 from repro_gate.gate.pipeline import GateOutcome
 from repro_gate.gate.record import now
-from repro_gate.gate.upgrade_runs import TrialRun
-from repro_gate.gate.upgrade_state import UpgradeState
 from repro_gate.manifest.header import TOOL_NAME
-from repro_gate.manifest.upgrade import UPGRADE_SCHEMA_VERSION
-from repro_gate.upgrade import Environment, Lock
+from repro_gate.manifest.upgrade_document import UPGRADE_SCHEMA_VERSION
+from repro_gate.upgrade.state import UpgradeState
+from repro_gate.upgrade.trials import TrialRun
 
 NUMERICS_CHANGED = "numerics_changed"
 CANDIDATE_NOT_REPRODUCIBLE = "candidate_not_reproducible"

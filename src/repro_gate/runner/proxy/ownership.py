@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from repro_gate.runner.docker_policy import (
+from repro_gate.runner.proxy.policy import (
     Caseless,
     SlotPolicy,
     is_runner_socket,

@@ -1,7 +1,7 @@
 """Isolated virtual environments built from a set of pins, cached and reused.
 
 The pins come from a lock (`Lock.pins()`), or from a lock with some packages moved to the
-candidate's versions (`changes.apply_changes`, what the culprit search asks for). A pin set is
+candidate's versions (upgrade's `apply_changes`, what the culprit search asks for). A pin set is
 already resolved, so nothing is resolved again: `uv venv`, then `uv pip install --no-deps` of
 the exact pins (`python -m venv` and pip when uv is missing). A mixture of two locks may be
 inconsistent (`harmless 1.1` needs `leaf>=1.1`, the mixture pins `leaf 1.0`): every build ends
@@ -22,7 +22,7 @@ the environment's pins win, the rest is the base's. A pin the base already meets
 (`torch 2.13.0+cpu` meets `torch==2.13.0`) is not installed.
 
 Docker mode: the environments must live inside the user's training image, since one built
-in the gate's own container never reaches the training: `docker_environments.DockerEnvironments`
+in the gate's own container never reaches the training: `docker_volumes.DockerEnvironments`
 is the same `BuildEnvironment` there, each environment a volume keyed by image and pins.
 """
 
@@ -40,10 +40,10 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from repro_gate.environments.installer import failure_line, run_tool, uv_binary
+from repro_gate.environments.interpreter import Interpreter, already_met, inspect, unmet
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.fingerprint.lockfiles import canonical_name
-from repro_gate.upgrade.installer import failure_line, run_tool, uv_binary
-from repro_gate.upgrade.interpreter import Interpreter, already_met, inspect, unmet
 
 ENV_MARKER = "env.json"  # written last: its presence means the environment is complete
 PINS_FILE = "repro-gate-pins.txt"  # the pins installed, as a requirements file

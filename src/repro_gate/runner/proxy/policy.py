@@ -205,7 +205,7 @@ def check_mounts(body: Body, policy: SlotPolicy) -> str | None:
         if is_runner_socket_bind(entry, policy):
             if ":" in str(policy.proxy_socket):  # the rewritten entry would split elsewhere
                 return f"bind {entry!r} is refused: the slot's socket path holds a ':'"
-            continue  # rewritten to the slot's proxy socket (docker_ownership.rewritten)
+            continue  # rewritten to the slot's proxy socket (ownership.rewritten)
         source = _bind_source(str(entry))
         if source is not None and (reason := check_host_path(source, policy, "bind")):
             return reason
@@ -220,7 +220,7 @@ def check_mounts(body: Body, policy: SlotPolicy) -> str | None:
 def _check_mount(mount: Body, policy: SlotPolicy) -> str | None:
     kind = mount.get("Type") or "volume"
     if kind == "bind" and is_runner_socket(mount.get("Source"), policy):
-        return None  # rewritten to the slot's proxy socket (docker_ownership.rewritten)
+        return None  # rewritten to the slot's proxy socket (ownership.rewritten)
     if kind == "bind":
         return check_host_path(str(mount.get("Source") or ""), policy, "bind mount")
     if kind == "volume":
@@ -373,5 +373,5 @@ def _check_network_body(body: Body, policy: SlotPolicy) -> str | None:
 
 
 def check_connect(body: dict[str, Any], policy: SlotPolicy) -> str | None:
-    """POST /networks/{id}/connect: only whose container it is matters (docker_ownership)."""
+    """POST /networks/{id}/connect: only whose container it is matters (ownership.py)."""
     return _checked((), body, policy)

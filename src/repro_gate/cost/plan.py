@@ -12,7 +12,7 @@ The plan starts in the default arm: step 1 runs before the probe can switch anyt
 `block_steps` is the shortest block: at the end of the warm-up the probe times a step and
 lengthens every block to last at least `cost.block_seconds` (so that a timer tick or a
 preemption of a few ms cannot swing a pair), and stops the run at the end of that plan; it
-records the length it used in COST_FILE, which the gate reads (gate/cost.py).
+records the length it used in COST_FILE, which the gate reads (cost/estimate.py).
 """
 
 from __future__ import annotations

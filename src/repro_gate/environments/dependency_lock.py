@@ -27,9 +27,9 @@ from packaging.markers import default_environment
 from packaging.version import InvalidVersion, Version
 
 from repro_gate import parsing
+from repro_gate.environments.uv_graph import holds, read_graph
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.fingerprint import lockfiles
-from repro_gate.upgrade.uv_graph import holds, read_graph
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -14,7 +14,7 @@ from enum import Enum
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from repro_gate.runner.docker_policy import (
+from repro_gate.runner.proxy.policy import (
     SlotPolicy,
     check_connect,
     check_create,

@@ -1,5 +1,5 @@
 """The script that builds (or seals) an environment in a volume, inside the training image, and
-its answer (docker_environments.py says why it is built this way).
+its answer (docker_volumes.py says why it is built this way).
 
 The script runs as `python -c BUILD_SCRIPT <spec JSON>` with the image's own interpreter, so it
 is stdlib only and knows nothing of repro_gate: everything it needs is in the spec. It holds
@@ -19,8 +19,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
+from repro_gate.environments.installer import failure_line
 from repro_gate.errors import ErrorKind, GateError
-from repro_gate.upgrade.installer import failure_line
 
 BUILD_SCRIPT = r"""
 import fcntl, glob, json, os, shutil, site, subprocess, sys
@@ -75,7 +75,7 @@ flag = ["--system-site-packages"] if spec["inherit"] else []
 run("create", [uv, "venv", "--quiet", "--no-project", "--allow-existing", "--python",
                sys.executable, *flag, root])
 if spec["inherit"]:
-    # As environments.py does: the base's own site directories after the environment's.
+    # As virtualenvs.py does: the base's own site directories after the environment's.
     added = "; ".join("site.addsitedir(%r)" % entry for entry in site.getsitepackages())
     site_dir = sorted(glob.glob(path("lib/*/site-packages")))[0]
     with open(os.path.join(site_dir, spec["pth"]), "w") as handle:

@@ -1,0 +1,5 @@
+"""The cost of determinism: the cost run's design (`plan.py`: the arm of every step) and its
+estimate from the run's blocks (`estimate.py`: t-interval over block pairs, status, budget).
+
+It sits below gate/ (which plans and records the cost run) and imports only config.
+"""

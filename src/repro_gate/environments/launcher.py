@@ -1,0 +1,34 @@
+"""Running in an environment: `InEnvironment`, a launcher whose runs find the environment's
+interpreter first on PATH (the upgrade check's gates and trials run through it)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from repro_gate.environments.virtualenvs import Environment
+from repro_gate.launch.base import Launcher, LineSink, PythonEnvironment, RunOutcome, RunSpec
+
+
+@dataclass(frozen=True)
+class InEnvironment:
+    """A launcher whose runs use `environment` (its `bin` first on PATH)."""
+
+    inner: Launcher
+    environment: PythonEnvironment
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.inner.name
+
+    def python_executable(self) -> str:
+        return str(self.environment.python)
+
+    def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
+        inside = dataclasses.replace(spec, python_environment=self.environment)
+        return self.inner.run(inside, sink)
+
+
+def python_environment(environment: Environment) -> PythonEnvironment:
+    """The launcher's view of a built environment: its path and, in Docker mode, its volume."""
+    return PythonEnvironment(environment.path, environment.volume)

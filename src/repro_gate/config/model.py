@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 DEFAULT_NAME = "repro-gate"
+DEFAULT_WORKDIR = "."
 DEFAULT_OUTPUT_DIR = "repro-gate-out"
 DEFAULT_PIDS_LIMIT = 4096
 # Deadlines of publishing, retries included (docs/security.md): GitHub reporting gets one per
@@ -321,7 +322,8 @@ class Config:
 @cache
 def default_document() -> dict[str, Any]:
     """Every key's default as a config document; keys without a default are left out."""
-    document = Config(workdir=Path("."), output_dir=Path(DEFAULT_OUTPUT_DIR)).as_document()
+    defaults = Config(workdir=Path(DEFAULT_WORKDIR), output_dir=Path(DEFAULT_OUTPUT_DIR))
+    document = defaults.as_document()
     return {key: value for key, value in document.items() if value is not None}
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from repro_gate import parsing, validation
-from repro_gate.config.model import DEFAULT_OUTPUT_DIR, Config
+from repro_gate.config.model import DEFAULT_OUTPUT_DIR, DEFAULT_WORKDIR, Config
 from repro_gate.credentials import is_gate_credential
 from repro_gate.errors import ConfigError, one_line
 
@@ -134,7 +134,7 @@ def resolve(
     # A string is kept as written: the shell runs it, `&&`, pipes and all (Config.command).
     if isinstance(effective.get("command"), str) and not effective["command"].strip():
         raise ConfigError("command: must not be empty")
-    effective["workdir"] = absolute("workdir", effective.get("workdir", "."))
+    effective["workdir"] = absolute("workdir", effective.get("workdir", DEFAULT_WORKDIR))
     effective["output_dir"] = absolute("output_dir",
                                        effective.get("output_dir", DEFAULT_OUTPUT_DIR))
     effective["data"] = [absolute("data", p) for p in effective.get("data", [])]

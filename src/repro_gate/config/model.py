@@ -7,11 +7,13 @@ manifest records. Consumers take their section and never parse a mapping themsel
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
 DEFAULT_NAME = "repro-gate"
+DEFAULT_WORKDIR = "."
 DEFAULT_OUTPUT_DIR = "repro-gate-out"
 DEFAULT_PIDS_LIMIT = 4096
 # Deadlines of publishing, retries included (docs/security.md): GitHub reporting gets one per
@@ -20,9 +22,19 @@ DEFAULT_REPORT_TIMEOUT = 30.0
 DEFAULT_METRICS_TIMEOUT = 30.0
 # Where `repro-gate upgrade` keeps the environments it builds from locks (reused across runs).
 DEFAULT_ENV_CACHE = "~/.cache/repro-gate/envs"
+# Collected when `artifacts` is not configured: everything the run wrote into its run directory,
+# and checkpoint-like files it wrote at the top of its working copy.
+DEFAULT_RUN_DIR_GLOBS = ("**/*",)
+DEFAULT_WORKDIR_GLOBS = ("*.pt", "*.pth", "*.ckpt", "*.safetensors", "*.bin")
+# The metrics group of a run whose `metrics.runner_slot` is unset and that no runner slot set.
+DEFAULT_RUNNER_SLOT = "default"
+# The action's profile: the action is meant for GPU runners, so a container run takes them all.
+ACTION_GPUS = "all"
 
 Device = Literal["auto", "cpu", "cuda"]
 Determinism = Literal["warn", "strict"]
+ReportStatus = Literal["fallback", "always", "never"]
+ErrorConclusion = Literal["failure", "neutral"]
 Gpus = str | int | tuple[str, ...]  # "all", "none", a count, or device IDs/UUIDs
 # The training command as the user gave it: a string runs through `/bin/sh -c` (like a
 # workflow `run:` step), an argv list runs as is, without a shell.
@@ -143,9 +155,9 @@ class ReportConfig:
 
     enabled: bool = True
     check_run: bool = True
-    status: Literal["fallback", "always", "never"] = "fallback"
+    status: ReportStatus = "fallback"
     comment: bool = True
-    error_conclusion: Literal["failure", "neutral"] = "failure"
+    error_conclusion: ErrorConclusion = "failure"
     timeout: float = DEFAULT_REPORT_TIMEOUT  # seconds per phase, retries included
 
 
@@ -155,8 +167,13 @@ class MetricsConfig:
 
     pushgateway_url: str | None = None
     job: str = DEFAULT_NAME
-    runner_slot: str | None = None
+    runner_slot: str | None = None  # None: the runner slot's own, else DEFAULT_RUNNER_SLOT
     timeout: float = DEFAULT_METRICS_TIMEOUT  # seconds one push may take, retries included
+
+    def slot(self, runner_slot: str) -> str:
+        """The metrics group: this setting, else the runner slot's (`runner_slot`, may be
+        empty), else the default."""
+        return self.runner_slot or runner_slot or DEFAULT_RUNNER_SLOT
 
 
 @dataclass(frozen=True)
@@ -199,7 +216,7 @@ class Config:
     output_dir: Path
     name: str = DEFAULT_NAME
     command: Command | None = None  # None: the embedded reference training
-    artifacts: tuple[str, ...] = ()  # empty: the default globs
+    artifacts: tuple[str, ...] = ()  # empty: DEFAULT_RUN_DIR_GLOBS and DEFAULT_WORKDIR_GLOBS
     seed: int | None = None  # None: the gate seeds nothing (seeding is the training's job)
     runs: int = 2
     timeout: float | None = None
@@ -220,6 +237,13 @@ class Config:
     report: ReportConfig = ReportConfig()
     metrics: MetricsConfig = MetricsConfig()
     upgrade: UpgradeConfig = UpgradeConfig()
+
+    def in_action(self) -> Config:
+        """This configuration under the action's profile: a container run without `gpus`
+        takes ACTION_GPUS."""
+        if not self.container.image or self.container.gpus is not None:
+            return self
+        return replace(self, container=replace(self.container, gpus=ACTION_GPUS))
 
     @classmethod
     def from_document(cls, document: dict[str, Any]) -> Config:
@@ -293,6 +317,14 @@ class Config:
         }
         present = {key: value for key, value in document.items() if value is not None}
         return {**present, "config_file": str(self.config_file) if self.config_file else None}
+
+
+@cache
+def default_document() -> dict[str, Any]:
+    """Every key's default as a config document; keys without a default are left out."""
+    defaults = Config(workdir=Path(DEFAULT_WORKDIR), output_dir=Path(DEFAULT_OUTPUT_DIR))
+    document = defaults.as_document()
+    return {key: value for key, value in document.items() if value is not None}
 
 
 def _command(value: str | list[str] | None) -> Command | None:

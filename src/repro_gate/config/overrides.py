@@ -11,138 +11,79 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from repro_gate.config.keys import KEYS, ConfigKey, Kind
 from repro_gate.errors import ConfigError
-
-# Flags whose value goes to the top-level key of the same name.
-TOP_LEVEL_FLAGS = ("name", "workdir", "artifacts", "seed", "runs", "timeout", "data",
-                   "determinism", "fail_fast", "baseline", "device", "image", "network",
-                   "output_dir", "allow_fork_pull_requests")
-# (section, key, flag attribute) for flags that set a key inside a section.
-SECTION_FLAGS = (
-    ("cost", "enabled", "cost_enabled"), ("cost", "steps", "cost_steps"),
-    ("cost", "warmup", "cost_warmup"), ("cost", "noise_floor", "noise_floor"),
-    ("cost", "blocks", "cost_blocks"), ("cost", "block_steps", "cost_block_steps"),
-    ("cost", "block_seconds", "cost_block_seconds"),
-    ("cost", "max_width_pct", "cost_max_width"), ("cost", "max_pct", "cost_max_pct"),
-    ("cost", "breakdown", "cost_breakdown"),
-    ("reference", "steps", "steps"), ("reference", "batch_size", "batch_size"),
-    ("reference", "width", "width"),
-    ("container", "memory", "memory"), ("container", "pids", "pids"),
-    ("container", "user", "user"), ("container", "keep", "keep"),
-    ("container", "env_allow", "env_allow"),
-    ("report", "enabled", "report_enabled"), ("report", "status", "report_status"),
-    ("report", "comment", "comment"), ("report", "error_conclusion", "error_conclusion"),
-    ("report", "timeout", "report_timeout"),
-    ("metrics", "pushgateway_url", "pushgateway_url"), ("metrics", "job", "metrics_job"),
-    ("metrics", "runner_slot", "runner_slot"), ("metrics", "timeout", "metrics_timeout"),
-)
-# (key of `upgrade`, flag attribute): flags of `repro-gate upgrade` only.
-UPGRADE_FLAGS = (("lock", "upgrade_lock"), ("inherit_site_packages", "inherit_site_packages"),
-                 ("max_bisect_runs", "max_bisect_runs"), ("cache_dir", "env_cache"))
-# Action inputs (action.yml) whose text goes unchanged to a top-level key.
-TEXT_INPUTS = {"name": "name", "image": "image", "baseline": "baseline", "network": "network",
-               "output-dir": "output_dir", "working-directory": "workdir", "command": "command"}
 
 
 def from_flags(args: argparse.Namespace) -> dict[str, Any]:
     """Config keys set on the command line (see `cli.flags`), shaped like the config file."""
     values: dict[str, Any] = {}
-    trailing = [a for a in (getattr(args, "trailing_command", None) or []) if a != "--"]
-    command = trailing or args.command_line
-    if command is not None:
-        values["command"] = command
-    for key in TOP_LEVEL_FLAGS:
-        if getattr(args, key) is not None:
-            values[key] = getattr(args, key)
-    if args.tolerance is not None:
-        values["tolerance"] = parse_tolerance(args.tolerance)
-    if args.env:
-        values["env"] = parse_env_pairs(args.env)
-    if args.gpus is not None:
-        values["gpus"] = parse_gpus(args.gpus)
-    for section, key, attribute in SECTION_FLAGS:
-        if getattr(args, attribute) is not None:
-            values.setdefault(section, {})[key] = getattr(args, attribute)
-    for key, attribute in UPGRADE_FLAGS:
-        if getattr(args, attribute, None) is not None:
-            values.setdefault("upgrade", {})[key] = getattr(args, attribute)
-    if getattr(args, "upgrade_tolerance", None) is not None:
-        values.setdefault("upgrade", {})["tolerance"] = parse_tolerance(args.upgrade_tolerance)
+    for entry in KEYS:
+        if entry.flags and (value := _flag_value(entry, args)) is not None:
+            _set(values, entry, value)
     return values
+
+
+def _flag_value(entry: ConfigKey, args: argparse.Namespace) -> Any:
+    """The value `entry`'s flag gave, as the config file writes it; None when not given (or
+    not a flag of this command)."""
+    if entry.kind is Kind.COMMAND:
+        trailing = [a for a in (getattr(args, "trailing_command", None) or []) if a != "--"]
+        return trailing or getattr(args, entry.attribute, None)
+    value = getattr(args, entry.attribute, None)
+    if value is None or value == []:
+        return None
+    if entry.kind is Kind.TOLERANCE:
+        return parse_tolerance(value)
+    if entry.kind is Kind.GPUS:
+        return parse_gpus(value)
+    if entry.kind is Kind.ENV:
+        return parse_env_pairs(value)
+    return value
 
 
 def from_action_inputs(environ: Mapping[str, str]) -> dict[str, Any]:
     """Config keys set through non-empty action inputs, shaped like the config file."""
     values: dict[str, Any] = {}
-    for input_name, key in TEXT_INPUTS.items():
-        if text := action_input(environ, input_name):
-            values[key] = text
-    if artifacts := action_input(environ, "artifacts"):
-        values["artifacts"] = split_list(artifacts)
-    if runs := action_input(environ, "runs"):
-        values["runs"] = _number("input runs", runs, int)
-    if seed := action_input(environ, "seed"):
-        values["seed"] = _number("input seed", seed, int)
-    if timeout := action_input(environ, "timeout"):
-        values["timeout"] = _number("input timeout", timeout, float)
-    if tolerance := action_input(environ, "tolerance"):
-        values["tolerance"] = parse_tolerance(tolerance)
-    if gpus := action_input(environ, "gpus"):
-        values["gpus"] = parse_gpus(gpus)
-    elif slot_gpu := environ.get("REPRO_GATE_GPUS", "").strip():
+    for entry in KEYS:
+        if entry.action_input and (text := action_input(environ, entry.action_input)):
+            _set(values, entry, _input_value(entry, entry.action_input, text))
+    if "gpus" not in values and (slot_gpu := environ.get("REPRO_GATE_GPUS", "").strip()):
         # A `repro-gate runner` slot: its job-started hook wrote the slot's GPU to GITHUB_ENV,
         # and the slot's Docker proxy refuses any other GPU, so it wins over the config file.
         values["gpus"] = parse_gpus(slot_gpu)
-    if url := action_input(environ, "pushgateway-url"):
-        values.setdefault("metrics", {})["pushgateway_url"] = url
-    if slot := action_input(environ, "runner-slot"):
-        values.setdefault("metrics", {})["runner_slot"] = slot
-    if allow := action_input(environ, "allow-fork-pull-requests"):
-        values["allow_fork_pull_requests"] = _boolean("allow-fork-pull-requests", allow)
-    values.update(_cost_inputs(environ))
-    values.update(_upgrade_inputs(environ))
     return values
 
 
-def _cost_inputs(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The `cost` keys set by the inputs cost-max-pct, cost-blocks, cost-block-seconds and
-    cost-breakdown."""
-    cost: dict[str, Any] = {}
-    if budget := action_input(environ, "cost-max-pct"):
-        cost["max_pct"] = _number("input cost-max-pct", budget, float)
-    if blocks := action_input(environ, "cost-blocks"):
-        cost["blocks"] = _number("input cost-blocks", blocks, int)
-    if seconds := action_input(environ, "cost-block-seconds"):
-        cost["block_seconds"] = _number("input cost-block-seconds", seconds, float)
-    if breakdown := action_input(environ, "cost-breakdown"):
-        if breakdown.lower() not in ("true", "false"):
-            raise ConfigError(f"input cost-breakdown: must be true or false, got {breakdown!r}")
-        cost["breakdown"] = breakdown.lower() == "true"
-    return {"cost": cost} if cost else {}
+def _input_value(entry: ConfigKey, name: str, text: str) -> Any:
+    """The text of input `name` as the config file writes `entry`'s value."""
+    if entry.kind is Kind.INTEGER:
+        return _number(f"input {name}", text, int)
+    if entry.kind is Kind.NUMBER:
+        return _number(f"input {name}", text, float)
+    if entry.kind is Kind.BOOLEAN:
+        return parse_boolean(f"input {name}", text)
+    if entry.kind is Kind.LIST:
+        return split_list(text)
+    if entry.kind is Kind.TOLERANCE:
+        return parse_tolerance(text)
+    if entry.kind is Kind.GPUS:
+        return parse_gpus(text)
+    return text
 
 
-def _upgrade_inputs(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The `upgrade` keys set by the inputs lock, inherit-site-packages, upgrade-tolerance and
-    max-bisect-runs (the mode's other inputs choose the candidate, not the configuration)."""
-    upgrade: dict[str, Any] = {}
-    if lock := action_input(environ, "lock"):
-        upgrade["lock"] = lock
-    if inherit := action_input(environ, "inherit-site-packages"):
-        if inherit.lower() not in ("true", "false"):
-            raise ConfigError(
-                f"input inherit-site-packages: must be true or false, got {inherit!r}")
-        upgrade["inherit_site_packages"] = inherit.lower() == "true"
-    if tolerance := action_input(environ, "upgrade-tolerance"):
-        upgrade["tolerance"] = parse_tolerance(tolerance)
-    if runs := action_input(environ, "max-bisect-runs"):
-        upgrade["max_bisect_runs"] = _number("input max-bisect-runs", runs, int)
-    return {"upgrade": upgrade} if upgrade else {}
+def _set(values: dict[str, Any], entry: ConfigKey, value: Any) -> None:
+    """Put `value` at `entry`'s place in the partial document `values`."""
+    if entry.section is None:
+        values[entry.name] = value
+    else:
+        values.setdefault(entry.section, {})[entry.name] = value
 
 
-def _boolean(name: str, text: str) -> bool:
-    """The text of a true/false input (any case); one-line ConfigError otherwise."""
+def parse_boolean(what: str, text: str) -> bool:
+    """The text of a true/false value (any case); one-line ConfigError naming `what`."""
     if text.lower() not in ("true", "false"):
-        raise ConfigError(f"input {name}: must be true or false, got {text!r}")
+        raise ConfigError(f"{what}: must be true or false, got {text!r}")
     return text.lower() == "true"
 
 

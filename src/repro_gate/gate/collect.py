@@ -6,13 +6,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from repro_gate.config.model import DEFAULT_RUN_DIR_GLOBS, DEFAULT_WORKDIR_GLOBS
 from repro_gate.gate.workcopy import WORK_SUBDIR
 from repro_gate.probe import PROBE_SUBDIR
-
-# Collected when `artifacts` is not configured: everything the run wrote into its run directory,
-# and checkpoint-like files it wrote at the top of its working copy.
-DEFAULT_RUN_DIR_GLOBS = ["**/*"]
-DEFAULT_WORKDIR_GLOBS = ["*.pt", "*.pth", "*.ckpt", "*.safetensors", "*.bin"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +38,7 @@ def globs_for(configured: list[str] | None) -> tuple[list[str], list[str]]:
     """(run-directory globs, working-copy globs) for the configured `artifacts`."""
     if configured:
         return configured, configured
-    return DEFAULT_RUN_DIR_GLOBS, DEFAULT_WORKDIR_GLOBS
+    return list(DEFAULT_RUN_DIR_GLOBS), list(DEFAULT_WORKDIR_GLOBS)
 
 
 def collect(run_dir: Path, configured: list[str] | None) -> Collection:

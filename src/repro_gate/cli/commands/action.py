@@ -12,7 +12,6 @@ lock against a given candidate (`candidate-lock`) or one computed by uv (`upgrad
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import re
 import shlex
@@ -40,7 +39,6 @@ from repro_gate.upgrade.base_lock import base_lock
 if TYPE_CHECKING:
     from repro_gate.upgrade.check import UpgradeOptions
 
-DEFAULT_ACTION_GPUS = "all"  # the action is meant for GPU runners
 MODES = ("check", "upgrade")  # the input `mode`; the first is the default
 PYTHON_NAME = re.compile(r"python(\d+(\.\d+)?)?")  # python, python3, python3.12
 TORCH_CHECK_SECONDS = 300.0  # importing torch from a cold disk takes a while
@@ -75,9 +73,7 @@ def run(args: argparse.Namespace) -> int:
     except GateError as error:
         _record_configuration_error(error, environ)
         raise
-    if effective.container.image and effective.container.gpus is None:
-        container = dataclasses.replace(effective.container, gpus=DEFAULT_ACTION_GPUS)
-        effective = dataclasses.replace(effective, container=container)
+    effective = effective.in_action()
     if mode == "upgrade":
         return _run_upgrade(effective, environ)
     sinks = GroupedSinks()
@@ -157,7 +153,8 @@ def upgrade_options(effective: Config, environ: Mapping[str, str]) -> UpgradeOpt
     lock against the pull request's; else the lock upgraded by uv (`upgrade-packages`)."""
     from repro_gate.upgrade.check import UPGRADE_SUBDIR, CandidateSource, UpgradeOptions
 
-    write_lock = _boolean_input(environ, "write-lock")
+    write_lock = overrides.parse_boolean(
+        "input write-lock", overrides.action_input(environ, "write-lock") or "false")
     given = overrides.action_input(environ, "candidate-lock")
     packages = tuple(overrides.split_list(overrides.action_input(environ, "upgrade-packages")))
     if given and packages:
@@ -187,13 +184,6 @@ def _pull_request_base(environ: Mapping[str, str]) -> str | None:
         raise ConfigError("the pull_request event names no base commit (pull_request.base.sha):"
                           " set candidate-lock")
     return sha
-
-
-def _boolean_input(environ: Mapping[str, str], name: str) -> bool:
-    value = overrides.action_input(environ, name).lower() or "false"
-    if value not in ("true", "false"):
-        raise ConfigError(f"input {name}: must be true or false, got {value!r}")
-    return value == "true"
 
 
 def _record_configuration_error(error: GateError, environ: Mapping[str, str]) -> None:

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate import config, publish
-from repro_gate.cli.flags import add_config_options
+from repro_gate.cli.flags import add_config_options, add_key_flags
 from repro_gate.cli.sinks import stderr_sink_for
 from repro_gate.config import DEFAULT_OUTPUT_DIR, overrides
+from repro_gate.config.keys import Scope
 from repro_gate.config.model import UpgradeConfig
 from repro_gate.errors import ConfigError, GateError
 from repro_gate.gate import file_lock
@@ -67,18 +68,7 @@ def add_parser(subparsers: Any, name: str) -> None:
     candidate.add_argument("--candidate-lock", metavar="PATH",
                            help="the candidate lock as a file (e.g. a Dependabot pull request's)")
     upgrade = parser.add_argument_group("upgrade check")
-    upgrade.add_argument("--lock", dest="upgrade_lock", metavar="PATH",
-                         help="the baseline lock (default: uv.lock, else requirements.txt)")
-    upgrade.add_argument("--inherit-site-packages", action=argparse.BooleanOptionalAction,
-                         default=None, help="layer the locked packages over this interpreter's"
-                                            " packages (images that ship torch)")
-    upgrade.add_argument("--upgrade-tolerance", metavar="SPEC",
-                         help="'bitwise' or 'atol=X,rtol=Y': how far the numerics may move"
-                              " (default: --tolerance)")
-    upgrade.add_argument("--max-bisect-runs", type=int, metavar="N",
-                         help=f"runs the culprit search may take (default"
-                              f" {UpgradeConfig.max_bisect_runs})")
-    upgrade.add_argument("--env-cache", metavar="DIR", help="where environments are cached")
+    add_key_flags(parser, Scope.UPGRADE, upgrade)
     upgrade.add_argument("--write-lock", action="store_true",
                          help="copy the candidate lock over the project's lock (not on error)")
     add_config_options(parser)

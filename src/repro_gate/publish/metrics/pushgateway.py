@@ -31,7 +31,6 @@ from repro_gate.publish.deadline import Deadline, DeadlineExceeded
 from repro_gate.publish.metrics import sli
 
 PAYLOAD_NAME = "metrics.prom"
-DEFAULT_SLOT = "default"
 LOCAL_REPOSITORY = "local"
 NOT_CONFIGURED = "no pushgateway configured"
 
@@ -216,7 +215,7 @@ def resolve_target(
         wait = float(wait_text) if wait_text else NEW_GROUP_WAIT_SECONDS
     except ValueError:
         raise ValueError(f"{ENV_NEW_GROUP_WAIT} must be a number of seconds") from None
-    slot = settings.runner_slot or environ.get(ENV_SLOT, "").strip() or DEFAULT_SLOT
+    slot = settings.slot(environ.get(ENV_SLOT, "").strip())
     return Target(
         url=url.rstrip("/"),
         job=settings.job,

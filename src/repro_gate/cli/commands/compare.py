@@ -51,7 +51,6 @@ def add_parser(subparsers: Any, name: str) -> None:
                              " GLOB, as compare.ignore does (repeatable), e.g."
                              " 'metrics*.json:finished_at,runs.*.timestamp'")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -25,7 +25,6 @@ def add_parser(subparsers: Any, name: str) -> None:
     parser.add_argument("old", type=Path, help="the earlier manifest or fingerprint")
     parser.add_argument("new", type=Path, help="the later manifest or fingerprint")
     parser.add_argument("--json", action="store_true", help="print the diff as JSON")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

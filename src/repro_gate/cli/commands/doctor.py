@@ -30,7 +30,6 @@ def add_parser(subparsers: Any, name: str) -> None:
     parser.add_argument("--json", action="store_true", help="print the checklist as JSON")
     parser.add_argument("--hash-data", action="store_true",
                         help="also checksum the `data` paths (slow on large data)")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

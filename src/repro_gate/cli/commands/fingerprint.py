@@ -32,7 +32,6 @@ def add_parser(subparsers: Any, name: str) -> None:
     parser.add_argument("--json", action="store_true", help="print the document as JSON")
     parser.add_argument("--no-hash-data", action="store_true",
                         help="check that the `data` paths exist without hashing them")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

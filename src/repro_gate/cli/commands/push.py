@@ -48,7 +48,6 @@ def add_parser(subparsers: Any, name: str) -> None:
         action="store_true",
         help="push even when the manifest says its metrics were already pushed",
     )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -69,7 +69,6 @@ def add_parser(subparsers: Any, name: str) -> None:
         default=RetryPolicy.budget,
         help="seconds allowed for GitHub requests and retries (default: %(default)s)",
     )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,29 +1,45 @@
-"""The `repro-gate` command line: one module per subcommand under `repro_gate.cli.commands`."""
+"""The `repro-gate` command line: one module per subcommand under `repro_gate.cli.commands`,
+dispatched from `COMMANDS`."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from repro_gate import __version__
+from repro_gate.cli.commands import (
+    action,
+    check,
+    compare,
+    diff,
+    doctor,
+    fingerprint,
+    push,
+    report,
+    runner,
+    upgrade,
+)
 from repro_gate.errors import EXIT_ERROR, GateError, one_line, printable
 from repro_gate.launch import cancel
 
-# Subcommand name -> module in repro_gate.cli.commands; each module has `add_parser` and `run`.
-COMMANDS = {
-    "check": "check",
-    "upgrade": "upgrade",
-    "compare": "compare",
-    "fingerprint": "fingerprint",
-    "diff": "diff",
-    "doctor": "doctor",
-    "report": "report",
-    "push": "push",
-    "action": "action",
-    "runner": "runner",
+AddParser = Callable[[Any, str], None]  # registers the subcommand on the subparsers under a name
+Handler = Callable[[argparse.Namespace], int]  # runs it; the process exit code
+
+# Subcommand name -> (its parser's registration, its function from the parsed arguments).
+COMMANDS: dict[str, tuple[AddParser, Handler]] = {
+    "check": (check.add_parser, check.run),
+    "upgrade": (upgrade.add_parser, upgrade.run),
+    "compare": (compare.add_parser, compare.run),
+    "fingerprint": (fingerprint.add_parser, fingerprint.run),
+    "diff": (diff.add_parser, diff.run),
+    "doctor": (doctor.add_parser, doctor.run),
+    "report": (report.add_parser, report.run),
+    "push": (push.add_parser, push.run),
+    "action": (action.add_parser, action.run),
+    "runner": (runner.add_parser, runner.run),
 }
 
 
@@ -39,9 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"repro-gate {__version__}")
     subparsers = parser.add_subparsers(dest="command_name", metavar="COMMAND", required=True)
-    for name, module_name in COMMANDS.items():
-        module = importlib.import_module(f"repro_gate.cli.commands.{module_name}")
-        module.add_parser(subparsers, name)
+    for name, (add_parser, _) in COMMANDS.items():
+        add_parser(subparsers, name)
     return parser
 
 
@@ -76,7 +91,7 @@ def _refuse_dashes_as_a_value(parser: argparse.ArgumentParser, arguments: list[s
 def _run(args: argparse.Namespace) -> int:
     """The subcommand's exit code; every error ends here as one line."""
     try:
-        return int(args.handler(args))
+        return COMMANDS[args.command_name][1](args)
     except GateError as error:
         # The one place that prints a GateError; commands raise it and never print it themselves.
         print(f"repro-gate: error: {printable(error.message)}", file=sys.stderr)

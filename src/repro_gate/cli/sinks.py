@@ -102,3 +102,8 @@ class GroupedSinks:
             actions.emit(f"::{self._resume_token}::")
             actions.emit("::endgroup::")
             self._resume_token = None
+
+
+def notices_on_stderr(line: str) -> None:
+    """The gate's notices (`repro-gate: warning: ...`) on stderr, each flushed at once."""
+    print(line, file=sys.stderr, flush=True)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from repro_gate import notices
 from repro_gate.config.model import DEFAULT_RUN_DIR_GLOBS, DEFAULT_WORKDIR_GLOBS
 from repro_gate.gate.workcopy import WORK_SUBDIR
 from repro_gate.probe import PROBE_SUBDIR
@@ -64,8 +64,7 @@ def collect(run_dir: Path, configured: list[str] | None) -> Collection:
     unmatched = [p for p in (configured or []) if p not in matched]
     outside = sorted(set(outside))
     for path in outside:
-        print(f"repro-gate: warning: {path} leads outside the run directory (symlink);"
-              " not collected", file=sys.stderr)
+        notices.warning(f"{path} leads outside the run directory (symlink); not collected")
     return Collection([Artifact(rel, found[rel]) for rel in sorted(found)], unmatched, outside)
 
 

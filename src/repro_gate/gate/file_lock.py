@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import fcntl
 import os
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from repro_gate import notices
 from repro_gate.config import Config
 from repro_gate.errors import ErrorKind, GateError
 
@@ -119,8 +119,7 @@ def _lock(fd: int, directory: Path, wait: bool) -> None:
             f"another repro-gate ({holder}) is using {directory}; wait for it or pass --wait",
             kind=ErrorKind.LOCKED,
         )
-    print(f"repro-gate: waiting for another repro-gate ({holder}) using {directory}",
-          file=sys.stderr, flush=True)
+    notices.say(f"waiting for another repro-gate ({holder}) using {directory}")
     fcntl.flock(fd, fcntl.LOCK_EX)
 
 

@@ -7,7 +7,6 @@ for the runs' output. The gate decides and records; the verdict and the comparis
 
 from __future__ import annotations
 
-import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -15,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repro_gate import fingerprint, manifest
+from repro_gate import fingerprint, manifest, notices
 from repro_gate.compare.run_pair import check_something_compared, compare_runs, empty_comparison
 from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
 from repro_gate.cost import plan as cost_plan
@@ -127,7 +126,7 @@ def internal_error(error: Exception, output_dir: Path) -> GateError:
     except OSError:
         where = "no details: logs/gate.log is not writable"
     message = f"internal error: {type(error).__name__}: {one_line(error)}; {where}"
-    print(f"repro-gate: {message}", file=sys.stderr)
+    notices.say(message)
     return GateError(message, kind=ErrorKind.INTERNAL)
 
 
@@ -148,7 +147,7 @@ def _error_only(
     try:
         document.update(publisher.finished(document, path))
     except Exception as failure:  # publishing never changes the verdict
-        print(f"repro-gate: warning: reporting failed: {one_line(failure)}", file=sys.stderr)
+        notices.warning(f"reporting failed: {one_line(failure)}")
     return GateOutcome(document, path, EXIT_ERROR)
 
 
@@ -300,8 +299,8 @@ def _write(document: dict[str, Any], output_dir: Path, state: GateState) -> Path
     try:
         return manifest.write(document, output_dir)
     except (GateError, OSError) as failure:
-        print(f"repro-gate: error: {state.error.message}; the error manifest was not written"
-              f" either: {one_line(failure)}", file=sys.stderr)
+        notices.error(f"{state.error.message}; the error manifest was not written either:"
+                      f" {one_line(failure)}")
         return None
 
 
@@ -310,7 +309,6 @@ def _rewrite(document: dict[str, Any], output_dir: Path) -> Path | None:
     try:
         return manifest.write(document, output_dir)
     except (GateError, OSError) as error:
-        print(f"repro-gate: warning: manifest kept without reporting sections: {error}",
-              file=sys.stderr)
+        notices.warning(f"manifest kept without reporting sections: {error}")
         return None
 

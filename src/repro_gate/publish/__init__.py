@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from repro_gate import notices
 from repro_gate.config import Config, MetricsConfig
 from repro_gate.manifest.store import MANIFEST_NAME
 from repro_gate.publish import actions
@@ -70,7 +70,7 @@ def with_report_retry(section: dict[str, Any], manifest_path: Path) -> dict[str,
     if not section.get("active") or section.get("ok"):
         return section
     retry = shlex.join(["repro-gate", "report", "--manifest", str(manifest_path.absolute())])
-    print(f"repro-gate: github: reporting failed; post it later with `{retry}`", file=sys.stderr)
+    notices.say(f"github: reporting failed; post it later with `{retry}`")
     return {**section, "retry": retry}
 
 

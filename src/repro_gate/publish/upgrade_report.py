@@ -13,12 +13,12 @@ failures are recorded in the `reporting` section and shown as a warning, the ste
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from repro_gate import notices
 from repro_gate.config import Config
 from repro_gate.publish import actions
 from repro_gate.publish.github.reporter import GitHubReporter, Rendering
@@ -150,10 +150,10 @@ def _warn_when_failed(section: Mapping[str, Any], environ: Mapping[str, str]) ->
     if not section.get("active") or section.get("ok"):
         return
     errors = section.get("errors") or ["reporting failed"]
-    message = f"repro-gate: github: the upgrade report was not posted: {errors[0]}"
-    print(message, file=sys.stderr)
+    message = f"github: the upgrade report was not posted: {errors[0]}"
+    notices.say(message)
     if actions.in_actions(environ):
-        actions.emit(actions.command("warning", message))
+        actions.emit(actions.command("warning", notices.PREFIX + message))
 
 
 def for_upgrade(config: Config, environ: Mapping[str, str] | None = None) -> UpgradePublisher:

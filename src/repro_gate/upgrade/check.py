@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from repro_gate import notices
 from repro_gate.compare.run_pair import compare_runs
 from repro_gate.config import Config, ToleranceConfig
 from repro_gate.environments import BuildEnvironment, LocalEnvironments, find_lock, read_lock
@@ -276,8 +276,8 @@ def _record(config: Config, state: UpgradeState) -> tuple[dict[str, Any], Path |
             continue
         _write_markdown(document, config.output_dir)
         return document, path
-    print(f"repro-gate: error: {state.error.message}; the error record was not written either:"
-          f" {one_line(last)}", file=sys.stderr)
+    notices.error(f"{state.error.message}; the error record was not written either:"
+                  f" {one_line(last)}")
     return document, None
 
 
@@ -306,8 +306,7 @@ def _rewrite(document: dict[str, Any], output_dir: Path) -> Path | None:
     try:
         return write_upgrade(document, output_dir)
     except (GateError, OSError) as error:
-        print(f"repro-gate: warning: {UPGRADE_FILE} kept without reporting sections:"
-              f" {one_line(error)}", file=sys.stderr)
+        notices.warning(f"{UPGRADE_FILE} kept without reporting sections: {one_line(error)}")
         return None
 
 
@@ -316,8 +315,7 @@ def _write_markdown(document: dict[str, Any], output_dir: Path) -> None:
     try:
         write_text_atomic(output_dir / UPGRADE_MARKDOWN, markdown_upgrade.report(document))
     except OSError as error:
-        print(f"repro-gate: warning: {UPGRADE_MARKDOWN} not written: {one_line(error)}",
-              file=sys.stderr)
+        notices.warning(f"{UPGRADE_MARKDOWN} not written: {one_line(error)}")
 
 
 def _write_lock(state: UpgradeState) -> None:

@@ -22,16 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from repro_gate import config, publish
+from repro_gate.cli.session import Session
 from repro_gate.cli.sinks import GroupedSinks
 from repro_gate.config import DEFAULT_OUTPUT_DIR, Config, overrides
 from repro_gate.environments import find_lock
 from repro_gate.errors import ConfigError, ErrorKind, GateError
-from repro_gate.gate import file_lock
 from repro_gate.gate.pipeline import configuration_error, run_gate
-from repro_gate.launch import cancel, launcher_for
+from repro_gate.launch import launcher_for
 from repro_gate.publish import actions
 from repro_gate.publish.github.event import PULL_REQUEST_EVENTS, read_event_payload
-from repro_gate.publish.github.fork_safety import check_fork_safety
 from repro_gate.render import console
 from repro_gate.upgrade import UpgradeRequest
 from repro_gate.upgrade.base_lock import base_lock
@@ -46,45 +45,45 @@ TORCH_CHECK_SECONDS = 300.0  # importing torch from a cold disk takes a while
 
 def add_parser(subparsers: Any, name: str) -> None:
     """Register `action` (no options: it reads the INPUT_* variables)."""
-    parser = subparsers.add_parser(
+    subparsers.add_parser(
         name,
         help="entrypoint of the GitHub Docker action (reads INPUT_* variables)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """`repro-gate action`: no flags; the inputs are the environment's INPUT_* variables."""
+    return action(os.environ)
+
+
+def action(environ: Mapping[str, str]) -> int:
     """Run the gate configured by the action inputs and publish its result to the step."""
-    environ = os.environ
-    actions.mask_credentials(environ)
-    try:
+    session = Session(warn=_annotate_warning,
+                      record_error=lambda error: _record_configuration_error(error, environ),
+                      sinks=GroupedSinks(), environ=environ)
+    session.mask()  # first: an error record published to the step must not show a credential
+    with session.recording():
         mode = overrides.action_input(environ, "mode") or MODES[0]
         if mode not in MODES:
             raise ConfigError(f"input mode: must be check or upgrade, got {mode!r}")
-        config_path = Path(value) if (value := overrides.action_input(environ, "config")) else None
-        effective = config.load(config_path, overrides.from_action_inputs(environ), Path.cwd())
-        if warning := check_fork_safety(environ, effective.workdir,
-                                        effective.allow_fork_pull_requests):
-            actions.emit(actions.command("warning", warning, title="repro-gate"))
-        if mode == "check":
+    config_path = Path(value) if (value := overrides.action_input(environ, "config")) else None
+    effective = session.configure(
+        lambda: config.load(config_path, overrides.from_action_inputs(environ), Path.cwd()))
+    if mode == "check":
+        with session.recording():
             check_torch_without_image(effective, environ)
-    except GateError as error:
-        _record_configuration_error(error, environ)
-        raise
     effective = effective.in_action()
     if mode == "upgrade":
-        return _run_upgrade(effective, environ)
-    sinks = GroupedSinks()
-    try:
-        with cancel.on_signals(), file_lock.hold(effective, wait=False):
-            outcome = run_gate(effective, launcher_for, publish.for_gate(effective, environ), sinks)
-    finally:
-        sinks.close()
-    shown = None if outcome.manifest_path is None else str(outcome.manifest_path)
-    print(console.render(outcome.manifest, shown, outcome.error_detail))
-    return outcome.exit_code
+        return _run_upgrade(session, effective, environ)
+    publisher = publish.for_gate(effective, environ)
+    return session.run(
+        effective,
+        lambda sinks: run_gate(effective, launcher_for, publisher, sinks),
+        lambda outcome: console.render(outcome.manifest, _shown(outcome.manifest_path),
+                                       outcome.error_detail),
+    )
 
 
 def check_torch_without_image(effective: Config, environ: Mapping[str, str]) -> None:
@@ -122,30 +121,26 @@ def training_python(effective: Config) -> str | None:
     return first if PYTHON_NAME.fullmatch(Path(first).name) else None
 
 
-def _run_upgrade(effective: Config, environ: Mapping[str, str]) -> int:
+def _run_upgrade(session: Session, effective: Config, environ: Mapping[str, str]) -> int:
     """mode upgrade: the upgrade check, published as its own check run, comment and outputs."""
     from repro_gate.publish.upgrade_report import for_upgrade_configuration_error
     from repro_gate.render import upgrade_console
     from repro_gate.upgrade.check import configuration_error as upgrade_error
     from repro_gate.upgrade.check import run_upgrade
 
-    try:
-        options = upgrade_options(effective, environ)
-    except GateError as error:  # no lock, or no base commit: nothing could run
+    def record(error: GateError) -> None:  # no lock, or no base commit: nothing could run
         actions.emit(actions.command("error", error.message, title="repro-gate"))
         upgrade_error(error, effective.workdir, effective.output_dir,
                       for_upgrade_configuration_error(environ))
-        raise
-    sinks = GroupedSinks()
-    try:
-        with cancel.on_signals(), file_lock.hold(effective, wait=False):
-            outcome = run_upgrade(effective, options, launcher_for,
-                                  publish.for_upgrade(effective, environ), sinks)
-    finally:
-        sinks.close()
-    shown = None if outcome.path is None else str(outcome.path)
-    print(upgrade_console.render(outcome.document, shown))
-    return outcome.exit_code
+
+    with session.recording(record):
+        options = upgrade_options(effective, environ)
+    publisher = publish.for_upgrade(effective, environ)
+    return session.run(
+        effective,
+        lambda sinks: run_upgrade(effective, options, launcher_for, publisher, sinks),
+        lambda outcome: upgrade_console.render(outcome.document, _shown(outcome.path)),
+    )
 
 
 def upgrade_options(effective: Config, environ: Mapping[str, str]) -> UpgradeOptions:
@@ -192,3 +187,12 @@ def _record_configuration_error(error: GateError, environ: Mapping[str, str]) ->
     output_dir = overrides.action_input(environ, "output-dir") or DEFAULT_OUTPUT_DIR
     publisher = publish.for_configuration_error(environ)
     configuration_error(error, Path(output_dir).absolute(), publisher)
+
+
+def _annotate_warning(warning: str) -> None:
+    """A warning before any run, as an annotation on the step."""
+    actions.emit(actions.command("warning", warning, title="repro-gate"))
+
+
+def _shown(path: Path | None) -> str | None:
+    return None if path is None else str(path)

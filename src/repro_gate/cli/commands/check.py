@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from repro_gate import config, publish
 from repro_gate.cli.flags import add_config_options
+from repro_gate.cli.session import PLAIN, Output, Session, shown_path, warn_on_stderr
 from repro_gate.cli.sinks import stderr_sink_for
 from repro_gate.config import DEFAULT_OUTPUT_DIR, overrides
 from repro_gate.errors import GateError
-from repro_gate.gate import file_lock
-from repro_gate.gate.pipeline import configuration_error, run_gate
-from repro_gate.launch import cancel, launcher_for
-from repro_gate.publish import actions
-from repro_gate.publish.github.fork_safety import check_fork_safety
+from repro_gate.gate.pipeline import GateOutcome, configuration_error, run_gate
+from repro_gate.launch import launcher_for
 from repro_gate.render import console
 
 EPILOG = """\
@@ -48,31 +45,47 @@ def add_parser(subparsers: Any, name: str) -> None:
     parser.add_argument("trailing_command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                         help="training command as separate words, run without a shell"
                              " (instead of --command)")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """`repro-gate check`: its flags as `check`'s parameters (the one place that reads them)."""
+    output = Output(as_json=args.json, quiet=args.quiet, wait=args.wait)
+    with session(args.output_dir, output).recording():
+        flag_overrides = overrides.from_flags(args)
+    return check(Path(args.config) if args.config else None, flag_overrides, output)
+
+
+def check(
+    config_path: Path | None, flag_overrides: Mapping[str, Any], output: Output = PLAIN
+) -> int:
     """Load the config, run the gate, print the report; returns the verdict's exit code."""
-    try:
-        config_path = Path(args.config) if args.config else None
-        effective = config.load(config_path, overrides.from_flags(args), Path.cwd())
-        if warning := check_fork_safety(os.environ, effective.workdir,
-                                        effective.allow_fork_pull_requests):
-            print(f"repro-gate: warning: {warning}", file=sys.stderr)
-    except GateError as error:
-        output_dir = Path(args.output_dir or DEFAULT_OUTPUT_DIR).absolute()
-        _record_configuration_error(error, output_dir, args.json)
-        raise
-    actions.mask_credentials()
+    gate_session = session(flag_overrides.get("output_dir"), output)
+    effective = gate_session.configure(
+        lambda: config.load(config_path, dict(flag_overrides), Path.cwd()))
     publisher = publish.for_gate(effective)
-    with cancel.on_signals(), file_lock.hold(effective, args.wait):
-        outcome = run_gate(effective, launcher_for, publisher, stderr_sink_for(args.quiet))
-    if args.json:
-        print(json.dumps(outcome.manifest, indent=2))
-    else:
-        print(console.render(outcome.manifest, _shown_path(outcome.manifest_path),
-                             outcome.error_detail))
-    return outcome.exit_code
+    return gate_session.run(
+        effective,
+        lambda sinks: run_gate(effective, launcher_for, publisher, sinks),
+        lambda outcome: _render(outcome, output.as_json),
+    )
+
+
+def session(output_dir: str | None, output: Output) -> Session:
+    """The lifecycle of a gate run from the command line: warnings and runs' output on stderr,
+    an error manifest when nothing ran."""
+    def record(error: GateError) -> None:
+        directory = Path(output_dir or DEFAULT_OUTPUT_DIR).absolute()
+        _record_configuration_error(error, directory, output.as_json)
+
+    return Session(warn=warn_on_stderr, record_error=record,
+                   sinks=stderr_sink_for(output.quiet), wait=output.wait)
+
+
+def _render(outcome: GateOutcome, as_json: bool) -> str:
+    if as_json:
+        return json.dumps(outcome.manifest, indent=2)
+    return console.render(outcome.manifest, shown_path(outcome.manifest_path),
+                          outcome.error_detail)
 
 
 def _record_configuration_error(error: GateError, output_dir: Path, as_json: bool) -> None:
@@ -80,12 +93,3 @@ def _record_configuration_error(error: GateError, output_dir: Path, as_json: boo
     outcome = configuration_error(error, output_dir, publish.for_configuration_error())
     if as_json:
         print(json.dumps(outcome.manifest, indent=2))
-
-
-def _shown_path(path: Path | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)

@@ -51,23 +51,36 @@ def add_parser(subparsers: Any, name: str) -> None:
                              " GLOB, as compare.ignore does (repeatable), e.g."
                              " 'metrics*.json:finished_at,runs.*.timestamp'")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """`repro-gate compare`: its arguments as `compare`'s parameters."""
+    return compare(Path(args.a), Path(args.b), tolerance=args.tolerance,
+                   artifacts=args.artifacts, ignore=args.ignore, as_json=args.json)
+
+
+def compare(
+    a: Path,
+    b: Path,
+    *,
+    tolerance: str = "bitwise",
+    artifacts: list[str] | None = None,
+    ignore: list[str] | None = None,
+    as_json: bool = False,
+) -> int:
     """Compare the two sides and print what differs; exit 0 same, 1 different."""
-    tolerance = ToleranceConfig.from_document(parse_tolerance(args.tolerance))
-    check_artifact_globs(args.artifacts or [])
-    side_a = load_side(Path(args.a), "A")
-    side_b = load_side(Path(args.b), "B")
-    if args.artifacts:
-        side_a, side_b = select(side_a, side_b, args.artifacts)
-    comparison = compare_runs([side_a, side_b], tolerance, ignore_policy(args.ignore))
+    basis = ToleranceConfig.from_document(parse_tolerance(tolerance))
+    check_artifact_globs(artifacts or [])
+    side_a = load_side(a, "A")
+    side_b = load_side(b, "B")
+    if artifacts:
+        side_a, side_b = select(side_a, side_b, artifacts)
+    comparison = compare_runs([side_a, side_b], basis, ignore_policy(ignore))
     check_something_compared(comparison)
     reasons = verdict.failures(comparison, [])
     outcome = verdict.FAIL if reasons else verdict.PASS
     reasons = reasons or verdict.successes(comparison, 2)
-    if args.json:
+    if as_json:
         print(json.dumps({"verdict": outcome, "reasons": reasons, "comparison": comparison},
                          indent=2))
     else:

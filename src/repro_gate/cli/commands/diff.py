@@ -25,15 +25,19 @@ def add_parser(subparsers: Any, name: str) -> None:
     parser.add_argument("old", type=Path, help="the earlier manifest or fingerprint")
     parser.add_argument("new", type=Path, help="the later manifest or fingerprint")
     parser.add_argument("--json", action="store_true", help="print the diff as JSON")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """`repro-gate diff`: its arguments as `diff`'s parameters."""
+    return diff(args.old, args.new, as_json=args.json)
+
+
+def diff(old_path: Path, new_path: Path, *, as_json: bool = False) -> int:
     """Print the changes; 0 equal, 1 different, 2 (GateError) bad input."""
-    old = _checked(read_document(args.old, kind=ErrorKind.INPUT), args.old)
-    new = _checked(read_document(args.new, kind=ErrorKind.INPUT), args.new)
+    old = _checked(read_document(old_path, kind=ErrorKind.INPUT), old_path)
+    new = _checked(read_document(new_path, kind=ErrorKind.INPUT), new_path)
     result = environment_diff(old, new)
-    print_document(result, args.json, describe)
+    print_document(result, as_json, describe)
     return EXIT_PASS if result["equal"] else EXIT_FAIL
 
 

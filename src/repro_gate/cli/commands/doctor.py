@@ -30,15 +30,20 @@ def add_parser(subparsers: Any, name: str) -> None:
     parser.add_argument("--json", action="store_true", help="print the checklist as JSON")
     parser.add_argument("--hash-data", action="store_true",
                         help="also checksum the `data` paths (slow on large data)")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """`repro-gate doctor`: its flags as `doctor`'s parameters."""
+    return doctor(args.config, hash_data_files=args.hash_data, as_json=args.json)
+
+
+def doctor(config_path: Path | None, *, hash_data_files: bool = False,
+           as_json: bool = False) -> int:
     """Print the checklist; 0 when nothing fails, 1 otherwise, 2 (GateError) on bad input."""
-    effective = config.load(args.config, {}, Path.cwd())
-    checklist = diagnose(effective, hash_data_files=args.hash_data)
+    effective = config.load(config_path, {}, Path.cwd())
+    checklist = diagnose(effective, hash_data_files=hash_data_files)
     document = {"config_file": effective.as_document()["config_file"], "checklist": checklist}
-    print_document(document, args.json, lambda doc: describe(doc["checklist"]))
+    print_document(document, as_json, lambda doc: describe(doc["checklist"]))
     return EXIT_FAIL if checklist["counts"]["fail"] else EXIT_PASS
 
 

@@ -32,14 +32,19 @@ def add_parser(subparsers: Any, name: str) -> None:
     parser.add_argument("--json", action="store_true", help="print the document as JSON")
     parser.add_argument("--no-hash-data", action="store_true",
                         help="check that the `data` paths exist without hashing them")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """`repro-gate fingerprint`: its flags as `fingerprint`'s parameters."""
+    return fingerprint(args.config, hash_data_files=not args.no_hash_data, as_json=args.json)
+
+
+def fingerprint(config_path: Path | None, *, hash_data_files: bool = True,
+                as_json: bool = False) -> int:
     """Collect and print; exit 0, or 2 on a bad config."""
-    effective = config.load(args.config, {}, Path.cwd())
-    document = fingerprint_document(effective, hash_data_files=not args.no_hash_data)
-    print_document(document, args.json, describe)
+    effective = config.load(config_path, {}, Path.cwd())
+    document = fingerprint_document(effective, hash_data_files=hash_data_files)
+    print_document(document, as_json, describe)
     return 0
 
 

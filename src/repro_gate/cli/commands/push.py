@@ -48,28 +48,34 @@ def add_parser(subparsers: Any, name: str) -> None:
         action="store_true",
         help="push even when the manifest says its metrics were already pushed",
     )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """`repro-gate push`: its flags as `push`'s parameters."""
+    return push(args.manifest, url=args.url, timeout=args.metrics_timeout, force=args.force)
+
+
+def push(
+    path: Path, *, url: str | None = None, timeout: float | None = None,
+    force: bool = False,
+) -> int:
     """Push the manifest's metrics; record the outcome in the manifest's `metrics` section."""
-    path: Path = args.manifest
     document = manifest.read(path)
     previous = document.get("metrics") or {}
-    if previous.get("pushed") and previous.get("counted") and not args.force:
+    if previous.get("pushed") and previous.get("counted") and not force:
         print(f"repro-gate: metrics of {path} were already pushed; nothing to do")
         return EXIT_PASS
     settings = MetricsConfig(**recorded_section(document.get("config"), "metrics", str(path)))
-    if args.metrics_timeout is not None:
-        if not (math.isfinite(args.metrics_timeout) and args.metrics_timeout > 0):
+    if timeout is not None:
+        if not (math.isfinite(timeout) and timeout > 0):
             raise GateError(f"--metrics-timeout: must be a finite number > 0, got "
-                            f"{args.metrics_timeout}", kind=ErrorKind.METRICS_CONFIG)
-        settings = dataclasses.replace(settings, timeout=args.metrics_timeout)
+                            f"{timeout}", kind=ErrorKind.METRICS_CONFIG)
+        settings = dataclasses.replace(settings, timeout=timeout)
     environ = dict(os.environ)
-    if args.url:
+    if url:
         # An explicit --pushgateway-url wins over the environment and the configuration.
         environ.pop(ENV_INPUT_URL, None)
-        environ[ENV_URL] = args.url
+        environ[ENV_URL] = url
     section = push_manifest(document, settings, path.parent, environ, warn=False,
                             manifest_path=path)
     if section.get("reason") == NOT_CONFIGURED:

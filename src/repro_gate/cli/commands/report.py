@@ -69,38 +69,51 @@ def add_parser(subparsers: Any, name: str) -> None:
         default=RetryPolicy.budget,
         help="seconds allowed for GitHub requests and retries (default: %(default)s)",
     )
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    """`repro-gate report`: its flags as `report`'s parameters."""
+    return report(args.manifest, markdown=args.markdown, sha=args.sha, pr=args.pr,
+                  repo=args.repo, timeout=args.timeout)
+
+
+def report(
+    manifest_path: Path,
+    *,
+    markdown: bool = False,
+    sha: str | None = None,
+    pr: int | None = None,
+    repo: str | None = None,
+    timeout: float = RetryPolicy.budget,
+) -> int:
     """Post the manifest; record the outcome in its `reporting` section."""
-    manifest = manifest_file.read(args.manifest)
-    if args.markdown:
+    manifest = manifest_file.read(manifest_path)
+    if markdown:
         print(preview(manifest), end="")
         return EXIT_REPORTED
     environ = os.environ
     token = token_from_environment(environ)
     if not token:
         raise ReportInputError("no GitHub token: set the github-token input or GITHUB_TOKEN")
-    if args.repo is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", args.repo):
-        raise ReportInputError(f"--repo must be OWNER/NAME, got {args.repo!r}")
-    if args.sha is not None and not re.fullmatch(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}", args.sha):
-        raise ReportInputError(f"--sha must be a full commit SHA, got {args.sha!r}")
-    if args.pr is not None and args.pr < 1:
-        raise ReportInputError(f"--pr must be a pull request number, got {args.pr}")
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
+    if repo is not None and not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
+        raise ReportInputError(f"--repo must be OWNER/NAME, got {repo!r}")
+    if sha is not None and not re.fullmatch(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}", sha):
+        raise ReportInputError(f"--sha must be a full commit SHA, got {sha!r}")
+    if pr is not None and pr < 1:
+        raise ReportInputError(f"--pr must be a pull request number, got {pr}")
+    if not (math.isfinite(timeout) and timeout > 0):
         raise ReportInputError("--timeout must be a positive number of seconds")
 
     context = context_from_environment(environ)
     context = dataclasses.replace(
         context,
-        repository=args.repo or context.repository,
-        sha=(args.sha or context.sha or "").lower() or None,
-        pull_request=args.pr or context.pull_request,
+        repository=repo or context.repository,
+        sha=(sha or context.sha or "").lower() or None,
+        pull_request=pr or context.pull_request,
     )
-    recorded = recorded_section(manifest.get("config"), "report", str(args.manifest))
+    recorded = recorded_section(manifest.get("config"), "report", str(manifest_path))
     settings = ReportConfig(**recorded)
-    client = client_from_environment(environ, token, RetryPolicy(budget=args.timeout))
+    client = client_from_environment(environ, token, RetryPolicy(budget=timeout))
     if context.pull_request is None and context.head_label and context.repository and context.sha:
         number = pull_request_for_head(client, context.repository, context.head_label, context.sha)
         context = dataclasses.replace(context, pull_request=number)
@@ -111,10 +124,10 @@ def run(args: argparse.Namespace) -> int:
     section = reporter.finished(manifest)
     manifest["reporting"] = section
     try:
-        manifest_file.update(args.manifest, manifest)
+        manifest_file.update(manifest_path, manifest)
     except (GateError, OSError) as error:
         # Reporting happened; its record is what failed, so the old manifest stays.
-        print(f"repro-gate: could not update {args.manifest}: {error}", file=sys.stderr)
+        print(f"repro-gate: could not update {manifest_path}: {error}", file=sys.stderr)
     channels = ", ".join(
         f"{name.replace('_', ' ')} {section[name]['outcome']}"
         for name in ("check_run", "status", "comment")

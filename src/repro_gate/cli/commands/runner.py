@@ -42,17 +42,21 @@ def add_parser(subparsers: Any, name: str) -> None:
         " SIGTERM/SIGINT drain: idle runners are deregistered, busy jobs get"
         " drain_timeout_seconds; exit 0.")
     _common(serve)
-    serve.set_defaults(handler=run_serve)
     check = actions.add_parser("check-config", help="validate runner.yml, print slots and target")
     _common(check)
-    check.set_defaults(handler=run_check_config)
     register = actions.add_parser("register-once",
                                   help="register one slot's JIT runner and print its name")
     _common(register)
     register.add_argument("--slot", type=int, required=True, help="slot index (check-config)")
     register.add_argument("--jit-config-file", type=Path,
                           help="write the runner's encoded JIT config here (mode 0600)")
-    register.set_defaults(handler=run_register_once)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The runner action named on the command line."""
+    actions = {"serve": run_serve, "check-config": run_check_config,
+               "register-once": run_register_once}
+    return actions[args.runner_action](args)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

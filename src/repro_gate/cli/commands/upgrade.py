@@ -11,28 +11,26 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from repro_gate import config, publish
 from repro_gate.cli.flags import add_config_options, add_key_flags
+from repro_gate.cli.session import PLAIN, Output, Session, shown_path, warn_on_stderr
 from repro_gate.cli.sinks import stderr_sink_for
 from repro_gate.config import DEFAULT_OUTPUT_DIR, overrides
 from repro_gate.config.keys import Scope
 from repro_gate.config.model import UpgradeConfig
 from repro_gate.errors import ConfigError, GateError
-from repro_gate.gate import file_lock
-from repro_gate.launch import cancel, launcher_for
-from repro_gate.publish import actions
-from repro_gate.publish.github.fork_safety import check_fork_safety
+from repro_gate.launch import launcher_for
 from repro_gate.render import upgrade_console
 from repro_gate.upgrade import UpgradeRequest
 from repro_gate.upgrade.check import (
     CandidateSource,
     SilentPublisher,
     UpgradeOptions,
+    UpgradeOutcome,
     configuration_error,
     run_upgrade,
 )
@@ -77,32 +75,51 @@ def add_parser(subparsers: Any, name: str) -> None:
                         help="do not stream the runs' output (it is still logged to files)")
     parser.add_argument("trailing_command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                         help="training command as separate words, run without a shell")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load the config, run the upgrade check, print the report; returns its exit code."""
-    try:
+    """`repro-gate upgrade`: its flags as `upgrade`'s parameters (the one place that reads
+    them)."""
+    output = Output(as_json=args.json, quiet=args.quiet, wait=args.wait)
+    with session(args.output_dir, output).recording():
         options = upgrade_options(args)
-        config_path = Path(args.config) if args.config else None
-        effective = config.load(config_path, overrides.from_flags(args), Path.cwd())
-        if warning := check_fork_safety(os.environ, effective.workdir,
-                                        effective.allow_fork_pull_requests):
-            print(f"repro-gate: warning: {warning}", file=sys.stderr)
-    except GateError as error:
-        output_dir = Path(args.output_dir or DEFAULT_OUTPUT_DIR).absolute()
-        configuration_error(error, Path.cwd(), output_dir, SilentPublisher())
-        raise
-    actions.mask_credentials()
-    with cancel.on_signals(), file_lock.hold(effective, args.wait):
-        outcome = run_upgrade(effective, options, launcher_for, publish.for_upgrade(effective),
-                              stderr_sink_for(args.quiet))
-    if args.json:
-        print(json.dumps(outcome.document, indent=2))
-    else:
-        shown = None if outcome.path is None else _shown(outcome.path)
-        print(upgrade_console.render(outcome.document, shown))
-    return outcome.exit_code
+        flag_overrides = overrides.from_flags(args)
+    return upgrade(Path(args.config) if args.config else None, flag_overrides, options, output)
+
+
+def upgrade(
+    config_path: Path | None,
+    flag_overrides: Mapping[str, Any],
+    options: UpgradeOptions,
+    output: Output = PLAIN,
+) -> int:
+    """Load the config, run the upgrade check, print the report; returns its exit code."""
+    upgrade_session = session(flag_overrides.get("output_dir"), output)
+    effective = upgrade_session.configure(
+        lambda: config.load(config_path, dict(flag_overrides), Path.cwd()))
+    return upgrade_session.run(
+        effective,
+        lambda sinks: run_upgrade(effective, options, launcher_for,
+                                  publish.for_upgrade(effective), sinks),
+        lambda outcome: _render(outcome, output.as_json),
+    )
+
+
+def session(output_dir: str | None, output: Output) -> Session:
+    """The lifecycle of an upgrade check from the command line: warnings and runs' output on
+    stderr, an error record (upgrade.json) when nothing ran."""
+    def record(error: GateError) -> None:
+        directory = Path(output_dir or DEFAULT_OUTPUT_DIR).absolute()
+        configuration_error(error, Path.cwd(), directory, SilentPublisher())
+
+    return Session(warn=warn_on_stderr, record_error=record,
+                   sinks=stderr_sink_for(output.quiet), wait=output.wait)
+
+
+def _render(outcome: UpgradeOutcome, as_json: bool) -> str:
+    if as_json:
+        return json.dumps(outcome.document, indent=2)
+    return upgrade_console.render(outcome.document, shown_path(outcome.path))
 
 
 def upgrade_options(args: argparse.Namespace) -> UpgradeOptions:
@@ -122,10 +139,3 @@ def upgrade_options(args: argparse.Namespace) -> UpgradeOptions:
     else:
         source = CandidateSource(request=UpgradeRequest(tuple(args.upgrade_package or ())))
     return UpgradeOptions(source, write_lock=args.write_lock)
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)

@@ -150,7 +150,7 @@ def _fresh(value: Any) -> Any:
     in place); one that required grad does again, as a non-leaf (a leaf that requires grad
     refuses the in-place ops the call may do)."""
     if isinstance(value, Saved):
-        return value.tensor.clone().requires_grad_() if value.requires_grad \
+        return value.tensor.requires_grad_().clone() if value.requires_grad \
             else value.tensor.clone()
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         return type(value)(*(_fresh(item) for item in value))

@@ -17,11 +17,11 @@ refused with "Resource not accessible by integration".
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from repro_gate import notices
 from repro_gate.config import ReportConfig
 from repro_gate.errors import GitHubError, one_line
 from repro_gate.publish.github import checks, comments, statuses
@@ -395,4 +395,4 @@ def _record_failure(
 
 
 def _log(message: str) -> None:
-    print(f"repro-gate: github: {message}", file=sys.stderr)
+    notices.say(f"github: {message}")

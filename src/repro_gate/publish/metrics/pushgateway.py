@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 from prometheus_client.exposition import basic_auth_handler, default_handler, push_to_gateway
 
-from repro_gate import credentials
+from repro_gate import credentials, notices
 from repro_gate.config import MetricsConfig
 from repro_gate.config.model import DEFAULT_METRICS_TIMEOUT
 from repro_gate.errors import PushError, one_line
@@ -149,7 +148,7 @@ def push_manifest(
         return section
     section["retry"] = retry_command(manifest_path or Path(output_dir) / MANIFEST_NAME, target)
     if warn:
-        print(f"repro-gate: warning: {failure_line(section)}", file=sys.stderr)
+        notices.warning(failure_line(section))
     return section
 
 

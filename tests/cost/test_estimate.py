@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_cli import check
+from helpers.gate_cli import check
+from helpers.paths import MANIFEST_FAIL
 
 from repro_gate import validation
 from repro_gate.config import CostConfig
@@ -43,7 +44,7 @@ from repro_gate.gate.cost_plan import (
 )
 from repro_gate.probe import read_trajectory
 
-MANIFEST = Path(__file__).parents[1] / "github" / "data" / "manifest-fail.json"
+MANIFEST = MANIFEST_FAIL
 SLOWDOWN = {ARM_DEFAULT: 1.0, ARM_NO_FILL: 1.2, ARM_DETERMINISTIC: 1.26}  # +20%, then +5%
 
 StepTime = Callable[[str, int], float]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from upgrade_index import PackageIndex, env_python_value
+from helpers.upgrade_index import PackageIndex, env_python_value
 
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.upgrade import (

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.git_repo import GIT
+from helpers.paths import FIXTURES, MANIFEST_FAIL, ROOT
 
 from repro_gate import validation
 from repro_gate.config import Config
@@ -27,10 +29,8 @@ from repro_gate.fingerprint.data import hash_data
 from repro_gate.fingerprint.nvml import parse_nvml
 from repro_gate.probe import INJECT_DIR
 
-PROJECTS = Path(__file__).parent / "fixtures" / "projects"
+PROJECTS = FIXTURES / "projects"
 CLI = Path(sys.executable).parent / "repro-gate"
-GIT = ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com",
-       "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
 
 RAW_NVML = {
     "driver_version": "550.54.15",
@@ -265,7 +265,7 @@ def test_sections_validate_and_carry_the_baseline_diff(tmp_path: Path, runtime: 
     baseline_sections = sections(repo, runtime, image=image)
     baseline = tmp_path / "baseline.json"
     # A complete manifest of a real shape carrying these sections, as an earlier gate wrote it.
-    document = json.loads((Path(__file__).parent / "github" / "data" / "manifest-fail.json")
+    document = json.loads(MANIFEST_FAIL
                           .read_text(encoding="utf-8"))
     document.pop("environment_diff")
     baseline.write_text(json.dumps({**document, **baseline_sections}), encoding="utf-8")
@@ -396,7 +396,7 @@ def test_docs_list_exactly_the_fields_in_the_hash(tmp_path: Path, runtime: dict)
 
     from repro_gate.fingerprint import identity
 
-    docs = Path(__file__).parent.parent / "docs" / "fingerprint.md"
+    docs = ROOT / "docs" / "fingerprint.md"
     text = docs.read_text(encoding="utf-8")
     section = text.split("### In the hash", 1)[1].split("### Out of the hash", 1)[0]
     documented = set(re.findall(r"`((?:code|data|env|random|hardware)\.[a-z0-9_<>]+)`", section))

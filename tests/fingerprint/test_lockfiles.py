@@ -6,14 +6,16 @@ import hashlib
 import shutil
 from pathlib import Path
 
+from helpers.paths import FIXTURES
+
 from repro_gate.fingerprint.lockfiles import describe_lockfile, find_lockfiles
 from repro_gate.fingerprint.packages import lock_mismatches
 
-FIXTURES = Path(__file__).parent / "fixtures" / "lockfiles"
+LOCKFILES = FIXTURES / "lockfiles"
 
 
 def describe(name: str) -> dict:
-    return describe_lockfile(FIXTURES / name, name)
+    return describe_lockfile(LOCKFILES / name, name)
 
 
 def test_requirements_with_hashes_is_a_hash_pinned_lock() -> None:
@@ -30,7 +32,7 @@ def test_requirements_with_hashes_is_a_hash_pinned_lock() -> None:
         "requests": ["2.32.3"],
         "torch": ["2.3.1"],
     }
-    raw = (FIXTURES / "requirements.txt").read_bytes()
+    raw = (LOCKFILES / "requirements.txt").read_bytes()
     assert entry["sha256"] == hashlib.sha256(raw).hexdigest()
     assert entry["bytes"] == len(raw)
 
@@ -111,11 +113,11 @@ def test_unparseable_lockfile_says_why(tmp_path: Path) -> None:
 
 
 def test_find_lockfiles_walks_up_to_the_repository_root(tmp_path: Path) -> None:
-    shutil.copy(FIXTURES / "uv.lock", tmp_path / "uv.lock")
+    shutil.copy(LOCKFILES / "uv.lock", tmp_path / "uv.lock")
     sub = tmp_path / "training"
     (sub / "requirements").mkdir(parents=True)
-    shutil.copy(FIXTURES / "requirements.txt", sub / "requirements" / "gpu.txt")
-    shutil.copy(FIXTURES / "environment.yml", sub / "environment.yml")
+    shutil.copy(LOCKFILES / "requirements.txt", sub / "requirements" / "gpu.txt")
+    shutil.copy(LOCKFILES / "environment.yml", sub / "environment.yml")
     (sub / "notes.txt").write_text("not a lockfile", encoding="utf-8")
     found = find_lockfiles(sub, stop_at=tmp_path)
     assert [p.relative_to(tmp_path).as_posix() for p in found] == [

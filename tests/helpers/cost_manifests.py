@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
+from helpers.paths import MANIFEST_FAIL
 from repro_gate import validation
 from repro_gate.gate import verdict
 
-FIXTURE = Path(__file__).parent / "github" / "data" / "manifest-fail.json"
+FIXTURE = MANIFEST_FAIL
 SCHEMA_VERSION = validation.load("manifest")["properties"]["schema_version"]["const"]
 NOTE = ("CUBLAS_WORKSPACE_CONFIG and PYTHONHASHSEED are set for the whole cost run: both arms pay"
         " them, so the figure leaves them out")

@@ -23,7 +23,8 @@ import docker
 import docker.errors
 import pytest
 import requests
-import rootfs
+
+from helpers import rootfs
 
 IN_CI = os.environ.get("CI") == "true"
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "repro-gate-tests"
@@ -256,7 +257,7 @@ def action_image(docker_client: docker.DockerClient, python_image: PinnedImage,
 
 # -- the runner service's tests: a private dockerd with a no-op NVIDIA hook, the stand-in runner
 
-from gpu_dockerd import DockerdError, GpuDockerd, build_standin_image  # noqa: E402
+from helpers.gpu_dockerd import DockerdError, GpuDockerd, build_standin_image  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -20,16 +20,17 @@ from collections import deque
 from dataclasses import dataclass, field
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import requests
-from fake_runners import ActionsState, installation_token, runner_route
 from openapi_core import OpenAPI
 from openapi_core.contrib.requests import RequestsOpenAPIRequest
 
-SPEC_PATH = Path(__file__).parent / "openapi" / "api.github.com.subset.json"
+from helpers.fake_runners import ActionsState, installation_token, runner_route
+from helpers.paths import FIXTURES
+
+SPEC_PATH = FIXTURES / "github" / "openapi" / "api.github.com.subset.json"
 # The spec's own server: requests are checked as if they had been sent there.
 SPEC_SERVER = "https://api.github.com"
 READ_ONLY = "Resource not accessible by integration"

@@ -9,8 +9,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-TRAININGS = Path(__file__).parent / "trainings"
-
 
 @dataclass
 class Result:

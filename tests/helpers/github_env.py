@@ -1,4 +1,5 @@
-"""The Actions environment the GitHub tests run in: constants, event payloads, retry policy."""
+"""The Actions environment the GitHub tests run in: constants, event payloads, retry policy,
+and the step output file read back."""
 
 from __future__ import annotations
 
@@ -83,3 +84,16 @@ def ops_in_workspace(workspace: Path, count: int) -> list[dict[str, Any]]:
         }
         for i in range(count)
     ]
+
+
+def read_outputs(path: Path) -> dict[str, str]:
+    """A GITHUB_OUTPUT file read the way the runner does (heredoc entries); later wins."""
+    outputs: dict[str, str] = {}
+    lines = path.read_text(encoding="utf-8").split("\n")
+    index = 0
+    while index < len(lines) and lines[index]:
+        name, _, delimiter = lines[index].partition("<<")
+        end = lines.index(delimiter, index + 1)
+        outputs[name] = "\n".join(lines[index + 1 : end])
+        index = end + 1
+    return outputs

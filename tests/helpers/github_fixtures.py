@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_github import FakeGitHub
 
-DATA = Path(__file__).parent / "data"
+from helpers.fake_github import FakeGitHub
+from helpers.paths import FIXTURES
+
+DATA = FIXTURES / "github"
 
 
 @pytest.fixture

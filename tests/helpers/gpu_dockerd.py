@@ -34,13 +34,15 @@ import docker
 import docker.errors
 import requests
 
+from helpers.paths import FIXTURES
+
 HOOK_NAME = "nvidia-container-runtime-hook"
 NETWORK = "none"  # the runner containers need none here
 BRIDGE_PREFIX = "rgbr"  # + 8 hex: under the 15 characters of an interface name
 STARTUP_SECONDS = 60
 STOP_SECONDS = 30
 LOG_TAIL = 3  # lines of the daemon's log quoted when it does not start (the folder goes)
-STANDIN_DIR = Path(__file__).parent / "standin_runner"
+STANDIN_DIR = FIXTURES / "standin_runner"
 STANDIN_REPOSITORY = "repro-gate-test/standin-runner"
 # The build context's files and their modes (set here: the base image has no chmod to RUN).
 STANDIN_FILES = {"Dockerfile": 0o644, "run.sh": 0o755, "dirname": 0o755,

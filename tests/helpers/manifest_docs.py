@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-MANIFEST_FAIL = Path(__file__).parent.parent / "github" / "data" / "manifest-fail.json"
+from helpers.paths import FIXTURES, MANIFEST_FAIL
+
 # The same failing run as a version 3 gate wrote it (it seeded every run, recorded no seeding).
-MANIFEST_V3 = Path(__file__).parent / "data" / "manifest-v3.json"
+MANIFEST_V3 = FIXTURES / "manifest" / "manifest-v3.json"
 
 # Sections version 1 only reserved (free-form objects); no version 1 gate wrote them.
 V1_UNWRITTEN = ("fingerprint", "checklist", "environment_diff", "reporting", "metrics")

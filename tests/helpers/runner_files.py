@@ -1,33 +1,17 @@
-"""Helpers of the runner service's tests: the fake GitHub, runner.yml files, an App's keys."""
+"""Helpers of the runner service's tests: runner.yml files, an App's keys."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import yaml
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "github"))  # fake_github, fake_runners
-from fake_github import Answer, FakeGitHub, Principal
-
-__all__ = ["Answer", "FakeGitHub", "Principal"]  # re-exported: fake_github is on the path here
 
 TOKEN = "ghs_actions"  # a token the fake knows
 SLOT_UUIDS = ["GPU-5e1c2a4b-8d3f-4b7e-9a61-0c2d3e4f5a6b",
               "GPU-7a9b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d"]
 RUNNER_IMAGE = "ghcr.io/actions/actions-runner@sha256:" + "5" * 64  # pinned; never pulled
-
-
-@pytest.fixture
-def github() -> Iterator[FakeGitHub]:
-    """The fake API; any request GitHub's description rejects fails the test."""
-    server = FakeGitHub().start()
-    yield server
-    server.stop()
-    assert server.violations == [], "requests GitHub would reject"
 
 
 def write_config(folder: Path, github: dict, **top: object) -> Path:

@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from upgrade_index import (
+
+from helpers.upgrade_index import (
     BASELINE_VERSION,
     PACKAGES,
     PackageIndex,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from manifest_docs import write_json
+from helpers.manifest_docs import write_json
 
 from repro_gate import manifest
 from repro_gate.errors import GateError

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from manifest_docs import MANIFEST_V3, V1_UNWRITTEN, as_v1, as_v2, as_v3, write_json
+from helpers.manifest_docs import MANIFEST_V3, V1_UNWRITTEN, as_v1, as_v2, as_v3, write_json
 
 import repro_gate
 from repro_gate import manifest, validation

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.paths import ROOT, SCRIPTS
 
 from repro_gate.probe import (
     ALERTS_FILE,
@@ -21,8 +22,7 @@ from repro_gate.probe import (
     read_trajectory,
 )
 
-SCRIPTS = Path(__file__).parent / "scripts"
-REFERENCE_DIR = Path(__file__).parents[1] / "src" / "repro_gate" / "reference"
+REFERENCE_DIR = ROOT / "src" / "repro_gate" / "reference"
 
 
 def run_training(

@@ -7,25 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cost_manifests import cost, gate_manifest
+from helpers.cost_manifests import cost, gate_manifest
+from helpers.github_env import read_outputs
 
 from repro_gate.cli.commands.action import GroupedSinks
 from repro_gate.config.overrides import from_action_inputs as overrides_from_inputs
 from repro_gate.errors import ConfigError
 from repro_gate.publish import actions as github_actions
-
-
-def read_outputs(path: Path) -> dict[str, str]:
-    """Parse a GITHUB_OUTPUT file the way the runner does (heredoc entries)."""
-    outputs: dict[str, str] = {}
-    lines = path.read_text(encoding="utf-8").split("\n")
-    index = 0
-    while index < len(lines) and lines[index]:
-        name, _, delimiter = lines[index].partition("<<")
-        end = lines.index(delimiter, index + 1)
-        outputs[name] = "\n".join(lines[index + 1 : end])
-        index = end + 1
-    return outputs
 
 
 def manifest(workspace: Path, **changes: Any) -> dict[str, Any]:

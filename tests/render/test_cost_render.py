@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cost_manifests import cost, gate_manifest
-from gate_cli import check, script
+from helpers.cost_manifests import cost, gate_manifest
+from helpers.gate_cli import check, script
 
 from repro_gate import validation
 from repro_gate.gate import verdict

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from upgrade_index import PackageIndex, tree_digest
+from helpers.upgrade_index import PackageIndex, tree_digest
 
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.upgrade import Lock, UpgradeRequest, compute_candidate, given_candidate, read_lock

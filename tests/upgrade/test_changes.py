@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from upgrade_index import PackageIndex
+from helpers.upgrade_index import PackageIndex
 
 from repro_gate.upgrade import (
     Change,

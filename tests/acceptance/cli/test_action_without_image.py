@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_cli import TRAININGS
+from helpers.paths import TRAININGS
 
 from repro_gate.errors import EXIT_ERROR
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_cli import check
+from helpers.gate_cli import check
 
 WRITE_MODEL = """\
 import os

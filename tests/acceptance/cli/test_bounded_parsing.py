@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gate_cli import check
+from helpers.gate_cli import check
 
 MAX_PEAK_RSS_MB = 300
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gate_cli import check, script
+from helpers.gate_cli import check, script
 
 from repro_gate import validation
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_cli import Result, check, script
+from helpers.gate_cli import Result, check, script
 from test_check_torchrun import TORCHRUN
 
 from repro_gate import validation

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_cli import Result, check, script
+from helpers.gate_cli import Result, check, script
 
 from repro_gate import validation
 

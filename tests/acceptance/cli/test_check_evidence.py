@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_cli import Result, assert_one_line_error, check
+from helpers.gate_cli import Result, assert_one_line_error, check
 
 from repro_gate import validation
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gate_cli import assert_one_line_error, check
+from helpers.gate_cli import assert_one_line_error, check
 
 # Writes its result, and at the end of every run leaves files that break what the gate records:
 # an alert the manifest cannot hold (its line is not a number), or a directory where the

@@ -6,7 +6,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from gate_cli import Result, assert_one_line_error, check
+from helpers.gate_cli import Result, assert_one_line_error, check
 
 PYTHON = shlex.quote(sys.executable)  # the test interpreter: it has torch
 

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_cli import TRAININGS, check
+from helpers.gate_cli import check
+from helpers.paths import TRAININGS
 
 from repro_gate.launch.progress import ENV_STATUS_SECONDS
 

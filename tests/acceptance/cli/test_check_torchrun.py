@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from gate_cli import check
+from helpers.gate_cli import check
 
 from repro_gate import validation
 from repro_gate.probe import TRAJECTORY_FILE, probe_output_dir, rank_file, read_trajectories

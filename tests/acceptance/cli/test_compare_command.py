@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_cli import TRAININGS, check, script
+from helpers.gate_cli import check, script
+from helpers.paths import TRAININGS
 
 
 def compare(*args: str) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_cli import TRAININGS, Result, check, script
+from helpers.gate_cli import Result, check, script
+from helpers.paths import TRAININGS
 
 IGNORE_CONFIG = """\
 compare:

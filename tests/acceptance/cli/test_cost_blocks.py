@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gate_cli import check
+from helpers.gate_cli import check
 
 from repro_gate import validation
 from repro_gate.probe import COST_FILE, read_json, read_trajectories, read_trajectory

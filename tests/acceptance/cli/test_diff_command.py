@@ -8,12 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers.paths import FIXTURES, MANIFEST_FAIL
+
 from repro_gate import validation
 
 CLI = Path(sys.executable).parent / "repro-gate"
-FIXTURES = Path(__file__).parent / "fixtures"
 # A complete manifest of a real shape, to carry another fingerprint.
-MANIFEST = Path(__file__).parent / "github" / "data" / "manifest-fail.json"
+MANIFEST = MANIFEST_FAIL
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

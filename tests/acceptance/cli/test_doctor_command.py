@@ -9,12 +9,13 @@ import sys
 import time
 from pathlib import Path
 
+from helpers.git_repo import GIT
+from helpers.paths import FIXTURES
+
 from repro_gate import validation
 
 CLI = Path(sys.executable).parent / "repro-gate"
-PROJECTS = Path(__file__).parent / "fixtures" / "projects"
-GIT = ["git", "-c", "user.name=Test", "-c", "user.email=test@example.com",
-       "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
+PROJECTS = FIXTURES / "projects"
 
 
 def project(tmp_path: Path, name: str, *, commit: bool) -> Path:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_cli import check, script
+from helpers.gate_cli import check, script
 
 from repro_gate import validation
 

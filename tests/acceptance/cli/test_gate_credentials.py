@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_cli import script
+from helpers.gate_cli import script
+from helpers.git_repo import git
+from helpers.paths import MANIFEST_FAIL
 
 from repro_gate import credentials
 from repro_gate.fingerprint.code import collect_code
@@ -71,7 +73,7 @@ def test_manifest_writes_mask_credential_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", GITHUB_TOKEN)
-    document = json.loads((Path(__file__).parent / "github/data/manifest-fail.json").read_text())
+    document = json.loads(MANIFEST_FAIL.read_text())
     document["reasons"][0]["message"] = f"the run printed {GITHUB_TOKEN} and stopped"
     path = store.write(document, tmp_path)
     text = path.read_text()
@@ -103,14 +105,12 @@ def test_environment_helpers() -> None:
 
 
 def test_fingerprint_remote_url_loses_its_credentials(tmp_path: Path) -> None:
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
-
-    git("init", "-q")
-    git("remote", "add", "origin", "https://user:ghp_x@github.com/o/r.git?token=abc&ref=main")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "remote", "add", "origin",
+        "https://user:ghp_x@github.com/o/r.git?token=abc&ref=main")
     (tmp_path / "train.py").write_text("print(1)\n")
-    git("add", "train.py")
-    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "init")
+    git(tmp_path, "add", "train.py")
+    git(tmp_path, "commit", "-qm", "init")
 
     remote = collect_code(tmp_path)["remote_url"]
     assert remote == "https://github.com/o/r.git?ref=main"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gate_cli import check
+from helpers.gate_cli import check
 
 from repro_gate.config.overrides import from_action_inputs
 from repro_gate.errors import ConfigError

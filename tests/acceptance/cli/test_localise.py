@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import torch
-from gate_cli import check, script
+from helpers.gate_cli import check, script
 
 from repro_gate import validation
 from repro_gate.probe import (

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from manifest_docs import as_v1, as_v2, write_json
+from helpers.manifest_docs import as_v1, as_v2, write_json
 
 from repro_gate import manifest
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gate_cli import script
+from helpers.gate_cli import script
 
 DEADLINE = 3
 SLACK = 4  # process start and exit, the manifest's second write

@@ -17,12 +17,12 @@ from typing import Any
 
 import jsonschema
 import pytest
-from gate_cli import TRAININGS, check, script
+from helpers.gate_cli import check, script
+from helpers.paths import ROOT, TRAININGS
 from referencing import Registry, Resource
 
 from repro_gate import validation
 
-ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = Path("schemas")  # relative to ROOT: the published layout (a symlink into the package)
 CHECK_JSONSCHEMA = str(Path(sys.executable).with_name("check-jsonschema"))
 # Any download check-jsonschema tried would go through this closed port and fail the check.

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from upgrade_index import PackageIndex, tree_digest
+from helpers.upgrade_index import PackageIndex, tree_digest
 
 from repro_gate.launch.progress import ENV_STATUS_SECONDS
 from repro_gate.manifest.upgrade import read_upgrade

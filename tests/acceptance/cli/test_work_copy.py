@@ -5,21 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
-from gate_cli import TRAININGS, check, script
+from helpers.gate_cli import check, script
+from helpers.git_repo import git
+from helpers.paths import TRAININGS
 
 from repro_gate.gate import workcopy
 from repro_gate.gate.lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
-
-GIT_IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
-
-
-def git(cwd: Path, *args: str) -> str:
-    completed = subprocess.run(["git", *GIT_IDENTITY, *args], cwd=cwd, check=True,
-                               capture_output=True, text=True)
-    return completed.stdout
 
 
 def fresh_clone(tmp_path: Path, *scripts: str) -> Path:

@@ -9,7 +9,8 @@ from pathlib import Path
 import docker
 import pytest
 import yaml
-from conftest import GateContainers, PinnedImage
+from helpers.docker_fixtures import GateContainers, PinnedImage
+from helpers.github_env import read_outputs
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -29,19 +30,6 @@ json.dump({"loss": 0.125, "steps": 3}, open(os.path.join(run_dir, "metrics.json"
 print("::set-output name=verdict::forged")
 print("trained")
 """
-
-
-def read_outputs(path: Path) -> dict[str, str]:
-    """Parse a GITHUB_OUTPUT file written with heredoc delimiters."""
-    outputs: dict[str, str] = {}
-    lines = path.read_text().splitlines()
-    index = 0
-    while index < len(lines):
-        name, _, delimiter = lines[index].partition("<<")
-        end = lines.index(delimiter, index + 1)
-        outputs[name] = "\n".join(lines[index + 1 : end])
-        index = end + 1
-    return outputs
 
 
 def run_action(

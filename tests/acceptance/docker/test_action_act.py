@@ -24,7 +24,7 @@ from pathlib import Path
 import docker
 import pytest
 import yaml
-from conftest import (
+from helpers.docker_fixtures import (
     ACTION_IMAGE,
     REPOSITORY_ROOT,
     GateContainers,

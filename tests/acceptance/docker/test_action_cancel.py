@@ -10,7 +10,7 @@ from pathlib import Path
 import docker
 import pytest
 import yaml
-from conftest import GateContainers, PinnedImage
+from helpers.docker_fixtures import GateContainers, PinnedImage
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import GateContainers, PinnedImage
-from gate_cli import TRAININGS
+from helpers.docker_fixtures import GateContainers, PinnedImage
+from helpers.paths import TRAININGS
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

@@ -11,8 +11,8 @@ from typing import Any
 import docker
 import docker.errors
 import pytest
-from conftest import GateContainers, PinnedImage
-from rootfs import write_rootfs
+from helpers.docker_fixtures import GateContainers, PinnedImage
+from helpers.rootfs import write_rootfs
 
 from repro_gate.config import ContainerConfig
 from repro_gate.errors import GateError

@@ -15,10 +15,11 @@ import docker
 import docker.errors
 import docker.types
 import pytest
-from conftest import TEST_LABEL, GateContainers, PinnedImage
 from docker.utils.socket import frames_iter
-from gate_cli import TRAININGS, check
-from proxy_thread import RunningProxy
+from helpers.docker_fixtures import TEST_LABEL, GateContainers, PinnedImage
+from helpers.gate_cli import check
+from helpers.paths import TRAININGS
+from helpers.proxy_thread import RunningProxy
 
 import repro_gate
 from repro_gate.runner.docker_ownership import (

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import docker
 import pytest
-from conftest import GateContainers, PinnedImage
-from gate_cli import Result, check
-from rootfs import write_rootfs
+from helpers.docker_fixtures import GateContainers, PinnedImage
+from helpers.gate_cli import Result, check
+from helpers.rootfs import write_rootfs
 
 pytestmark = pytest.mark.docker
 

@@ -9,10 +9,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import PinnedImage
-from gate_cli import check
-from gpu_dockerd import GpuDockerd
-from proxy_thread import RunningProxy
+from helpers.docker_fixtures import PinnedImage
+from helpers.gate_cli import check
+from helpers.gpu_dockerd import GpuDockerd
+from helpers.proxy_thread import RunningProxy
 
 import repro_gate
 from repro_gate.runner.docker_policy import SlotPolicy

@@ -4,20 +4,17 @@ hook, and the stand-in runner image run by hand as the service would run it."""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
 import docker.types
 import pytest
-from gpu_dockerd import GpuDockerd
+from helpers.fake_runners import ActionsState, runner_route
+from helpers.gpu_dockerd import GpuDockerd
 
 from repro_gate.runner import hook
 from repro_gate.runner.slots import Slot
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "github"))  # fake_runners
-from fake_runners import ActionsState, runner_route
 
 SLOT_UUID = "GPU-5e1c2a4b-8d3f-4b7e-9a61-0c2d3e4f5a6b"
 OTHER_UUID = "GPU-7a9b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d"

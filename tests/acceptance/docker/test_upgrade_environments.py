@@ -16,8 +16,8 @@ from pathlib import Path
 
 import docker
 import pytest
-from conftest import GateContainers, PinnedImage
-from upgrade.upgrade_index import PackageIndex, build_wheel
+from helpers.docker_fixtures import GateContainers, PinnedImage
+from helpers.upgrade_index import PackageIndex, build_wheel
 
 from repro_gate.config import Config, ContainerConfig
 from repro_gate.config.model import UpgradeConfig

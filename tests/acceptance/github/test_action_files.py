@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers.paths import ROOT
 
-REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+REPOSITORY_ROOT = ROOT
 WORKFLOWS = sorted((REPOSITORY_ROOT / "examples" / "workflows").glob("*.yml"))
 # The project's own: CI and the release pipeline, and Dependabot's configuration.
 PROJECT_WORKFLOWS = sorted((REPOSITORY_ROOT / ".github" / "workflows").glob("*.yml"))

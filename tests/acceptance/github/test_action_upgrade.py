@@ -1,22 +1,21 @@
 """The action in upgrade mode on a pull request, end to end: `repro-gate action` (local mode, no
 Docker) in a git checkout whose base commit locks numlib 1.0 and whose pull request upgrades it
 to 1.1, like a Dependabot pull request. Real uv, real environments from the local wheel index
-(tests/upgrade/upgrade_index.py), a real tiny torch training, the validating fake GitHub API.
+(tests/helpers/upgrade_index.py), a real tiny torch training, the validating fake GitHub API.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from helpers import github_env, upgrade_index
+from helpers.git_repo import git
 
 from repro_gate import config
 from repro_gate.cli.commands.action import upgrade_options
@@ -26,33 +25,6 @@ from repro_gate.errors import ConfigError
 from repro_gate.gate.upgrade_check import CandidateSource, UpgradeOptions
 from repro_gate.manifest.upgrade import read_upgrade
 from repro_gate.upgrade import UpgradeRequest
-
-TESTS = Path(__file__).parent
-
-
-def conftest(directory: str) -> ModuleType:
-    """tests/<directory>/conftest.py, whose fixtures pytest applies only below it."""
-    path = TESTS / directory / "conftest.py"
-    sys.path.insert(0, str(path.parent))  # its own imports (upgrade_index, fake_github)
-    spec = importlib.util.spec_from_file_location(f"{directory}_fixtures", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_upgrade = conftest("upgrade")
-_github = conftest("github")
-# The fixtures this module uses, found by pytest under these names.
-uv_session = _upgrade.uv_session
-index_and_templates = _upgrade.index_and_templates
-package_index = _upgrade.package_index
-templates = _upgrade.templates
-make_project = _upgrade.make_project
-env_cache = _upgrade.env_cache
-github = _github.github
-github_env = importlib.import_module("github_env")
-upgrade_index = importlib.import_module("upgrade_index")
 
 TRAIN = """\
 import harmless
@@ -71,17 +43,6 @@ for _ in range(4):
     optimizer.step()
 torch.save(model.state_dict(), "model.pt")
 """
-GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-                "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-
-
-def git(repo: Path, *args: str) -> str:
-    completed = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
-                               check=False, env={**os.environ, **GIT_IDENTITY}, timeout=60)
-    assert completed.returncode == 0, completed.stderr
-    return completed.stdout.strip()
-
-
 def pull_request_checkout(project: Path, index: Any, env_cache: Path) -> str:
     """The project at its base commit (numlib 1.0), then the pull request's commit that
     upgrades numlib (`uv lock --upgrade-package numlib`); returns the base commit's SHA."""

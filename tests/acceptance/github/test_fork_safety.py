@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 from dulwich import porcelain
-from fake_github import FakeGitHub
-from github_env import HEAD_SHA, PR_NUMBER, actions_environment
+from helpers.fake_github import FakeGitHub
+from helpers.github_env import HEAD_SHA, PR_NUMBER, actions_environment
+from helpers.paths import FIXTURES, TRAININGS
 
 from repro_gate.errors import EXIT_REFUSED
 
-DATA = Path(__file__).parent / "data"
-TRAININGS = Path(__file__).parent.parent / "trainings"
+DATA = FIXTURES / "github"
 DOCS = "docs/action.md#pull-requests-from-forks"
 TORCH_TRAIN = "import torch\nfrom tiny import run_dir_path, train\n\ntorch.manual_seed(7)\n" \
               "train(steps=3, checkpoint=run_dir_path('model.pt'))\n"

@@ -9,10 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fake_github import FakeGitHub
-from github_env import HEAD_SHA, PR_NUMBER, actions_environment
-
-TRAININGS = Path(__file__).parent.parent / "trainings"
+from helpers.fake_github import FakeGitHub
+from helpers.github_env import HEAD_SHA, PR_NUMBER, actions_environment
+from helpers.paths import TRAININGS
 
 
 def run_gate(env: dict[str, str], workspace: Path) -> subprocess.CompletedProcess[str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from fake_github import Answer, FakeGitHub
-from github_env import FAST, HEAD_SHA
+from helpers.fake_github import Answer, FakeGitHub
+from helpers.github_env import FAST, HEAD_SHA
 
 from repro_gate.publish.github.client import GitHubClient, GitHubError, RetryPolicy
 

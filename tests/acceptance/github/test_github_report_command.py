@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_github import Answer, FakeGitHub
-from gate_cli import check, script
-from github_env import HEAD_SHA, actions_environment
+from helpers.fake_github import Answer, FakeGitHub
+from helpers.gate_cli import check, script
+from helpers.github_env import HEAD_SHA, actions_environment
 
 from repro_gate import validation
 from repro_gate.render import markdown

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_github import Answer, FakeGitHub, Principal
-from github_env import FAST, HEAD_SHA, PR_NUMBER, actions_environment, ops_in_workspace
-from github_env import pull_request_payload as pr_payload
+from helpers.fake_github import Answer, FakeGitHub, Principal
+from helpers.github_env import FAST, HEAD_SHA, PR_NUMBER, actions_environment, ops_in_workspace
+from helpers.github_env import pull_request_payload as pr_payload
 
 from repro_gate import validation
 from repro_gate.config import ReportConfig

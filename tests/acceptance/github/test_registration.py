@@ -13,17 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from runner_files import (
-    SLOT_UUIDS,
-    Answer,
-    FakeGitHub,
-    Principal,
-    app_keys,
-    github,
-    repro_gate,
-    token_file,
-    write_config,
-)
+from helpers.fake_github import Answer, FakeGitHub, Principal
+from helpers.runner_files import SLOT_UUIDS, app_keys, repro_gate, token_file, write_config
 
 from repro_gate.errors import GitHubError
 from repro_gate.publish.github.client import RetryPolicy
@@ -32,7 +23,6 @@ from repro_gate.runner.github_auth import AppInstallationToken, rs256_signer
 from repro_gate.runner.registration import MAX_NAME, Registrar, runner_name_stem
 from repro_gate.runner.slots import Slot
 
-__all__ = ["github"]  # the fixture, used by name
 FAST = RetryPolicy(budget=20, base_delay=0.05, max_delay=0.2)
 H100 = Slot(1, SLOT_UUIDS[1], "NVIDIA H100 80GB HBM3")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_github import FakeGitHub
-from github_env import HEAD_SHA, PR_NUMBER, actions_environment
+from helpers.fake_github import FakeGitHub
+from helpers.github_env import HEAD_SHA, PR_NUMBER, actions_environment, read_outputs
 
 from repro_gate import config, publish, validation
 from repro_gate.config import Config
@@ -83,19 +83,6 @@ def upgrade_document(verdict: str, output_dir: Path, culprits: tuple[str, ...] =
         document["reasons"] = [{"code": "lockfile", "message": "no lockfile in the workdir"}]
     validate_upgrade(document)
     return document
-
-
-def read_outputs(path: Path) -> dict[str, str]:
-    """A GITHUB_OUTPUT file read the way the runner does (heredoc entries); later wins."""
-    outputs: dict[str, str] = {}
-    lines = path.read_text(encoding="utf-8").split("\n")
-    index = 0
-    while index < len(lines) and lines[index]:
-        name, _, delimiter = lines[index].partition("<<")
-        end = lines.index(delimiter, index + 1)
-        outputs[name] = "\n".join(lines[index + 1 : end])
-        index = end + 1
-    return outputs
 
 
 def step_environment(tmp_path: Path, api_url: str) -> dict[str, str]:

@@ -12,8 +12,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cost_manifests import cost, gate_manifest
-from metrics_servers import PROMETHEUS_DIR, SCRAPE_SECONDS, Prometheus, Pushgateway, wait_until
+from helpers.cost_manifests import cost, gate_manifest
+from helpers.metrics_servers import (
+    PROMETHEUS_DIR,
+    SCRAPE_SECONDS,
+    Prometheus,
+    Pushgateway,
+    wait_until,
+)
 from prometheus_client.exposition import push_to_gateway
 from prometheus_client.parser import text_string_to_metric_families
 

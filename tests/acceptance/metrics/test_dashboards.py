@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import requests
 import yaml
-from metrics_servers import (
+from helpers.metrics_servers import (
     GRAFANA_DIR,
     PROMETHEUS_DIR,
     Prometheus,

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from metrics_servers import Pushgateway, make_manifest
+from helpers.metrics_servers import Pushgateway, make_manifest
 
 from repro_gate.manifest import store
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import requests
 import yaml
-from metrics_servers import (
+from helpers.metrics_servers import (
     PROMETHEUS_DIR,
     SCRAPE_SECONDS,
     Prometheus,

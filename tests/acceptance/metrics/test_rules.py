@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from metrics_servers import PROMETHEUS_DIR, ROOT, need_binary
+from helpers.metrics_servers import PROMETHEUS_DIR, ROOT, need_binary
 
 pytestmark = pytest.mark.prometheus
 

@@ -20,15 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpu_dockerd import GpuDockerd
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "runner"))  # runner_files
-from runner_files import SLOT_UUIDS, Answer, FakeGitHub, github, token_file, write_config
+from helpers.fake_github import Answer, FakeGitHub
+from helpers.gpu_dockerd import GpuDockerd
+from helpers.runner_files import SLOT_UUIDS, token_file, write_config
 
 from repro_gate.runner.containers import SERVICE_LABEL, SLOT_INDEX_LABEL
 from repro_gate.runner.docker_ownership import SLOT_LABEL
 
-__all__ = ["github"]  # the fixture, used by name
 pytestmark = pytest.mark.docker
 SERVICE = "repro-gate-gpuhost"  # name_prefix-host of write_config's runner.yml
 LINE_SECONDS = 60.0

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from github_env import HEAD_SHA, MERGE_SHA, PR_NUMBER, actions_environment, pull_request_payload
+from helpers.github_env import (
+    HEAD_SHA,
+    MERGE_SHA,
+    PR_NUMBER,
+    actions_environment,
+    pull_request_payload,
+)
 
 from repro_gate.publish.github.event import context_from_environment
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from metrics_servers import make_fingerprint, make_manifest
+from helpers.metrics_servers import make_fingerprint, make_manifest
 from prometheus_client.parser import text_string_to_metric_families
 
 from repro_gate import validation

@@ -1,5 +1,5 @@
 """Without torch the package imports, metric files compare, checkpoints are read tensor by tensor
-(tests/compare/test_reader_without_torch.py has the detail), and broken ones are one-line errors."""
+(tests/compare/test_torch_reader.py has the detail), and broken ones are one-line errors."""
 
 from __future__ import annotations
 

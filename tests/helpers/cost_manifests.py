@@ -1,6 +1,6 @@
 """Manifests around a given cost section, with the verdict and reasons the gate itself writes.
 
-Each starts from a failing gate's manifest (tests/github/data/manifest-fail.json), made
+Each starts from a failing gate's manifest (tests/fixtures/github/manifest-fail.json), made
 reproducible when asked; `verdict.failures` / `verdict.successes` and then
 `verdict.with_budget` decide, as `gate.record.assemble` does, and the document is valid against
 the manifest schema before anything is rendered from it.

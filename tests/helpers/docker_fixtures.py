@@ -283,7 +283,7 @@ def gpu_dockerd(docker_client: docker.DockerClient) -> Iterator[GpuDockerd]:
 @pytest.fixture(scope="session")
 def standin_runner_image(docker_client: docker.DockerClient, registry: str,
                          python_image: PinnedImage, gpu_dockerd: GpuDockerd) -> str:
-    """The stand-in runner (tests/docker/standin_runner/), digest-pinned, in the private
+    """The stand-in runner (tests/fixtures/standin_runner/), digest-pinned, in the private
     daemon: built on the shared one, pushed to the local registry, pulled by digest."""
     tag = build_standin_image(docker_client, python_image.tag)
     pinned = push_pinned(docker_client, registry, tag)

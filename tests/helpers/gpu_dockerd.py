@@ -12,7 +12,8 @@ exec root (containerd, shims, netns), pidfile and config file under one temporar
 bridge of its own with no iptables rules and no ip_forward. (`--bridge none` is not an option:
 dockerd then deletes the host's docker0, which the shared daemon's containers use.) The tests'
 containers use the network "none". It pulls from the loopback registry itself (the daemon runs
-in the host's network). Used by the `gpu_dockerd` fixture (conftest.py) and by bench/runner_soak.py.
+in the host's network). Used by the `gpu_dockerd` fixture (docker_fixtures.py) and by
+bench/runner_soak.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A local package index and projects locked against it, for the upgrade check's tests
-(the fixtures are in conftest.py).
+(the fixtures are in upgrade_fixtures.py).
 
 The index is a `--find-links` directory of real wheels, built by `uv build` (uv's own build
 backend, offline) from source trees generated here, in two versions each:

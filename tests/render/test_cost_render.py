@@ -2,8 +2,8 @@
 budget's verdict beside the reproducibility result, and where the cost comes from.
 
 Every manifest is judged by the gate's own verdict functions and validated against the manifest
-schema (tests/cost_manifests.py) before the console, the check run, the PR comment and the step
-outputs are rendered from it.
+schema (tests/helpers/cost_manifests.py) before the console, the check run, the PR comment and
+the step outputs are rendered from it.
 """
 
 from __future__ import annotations

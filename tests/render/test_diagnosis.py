@@ -1,6 +1,6 @@
 """The first divergence said so a person can act: the cause in one sentence, everywhere it shows.
 
-Each manifest is a failing gate's (tests/github/data/manifest-fail.json) with the first
+Each manifest is a failing gate's (tests/fixtures/github/manifest-fail.json) with the first
 divergence of one cause; its reasons are written by the gate's own `verdict.failures`, and it is
 valid against the manifest schema before anything is rendered from it.
 """

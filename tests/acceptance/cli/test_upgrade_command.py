@@ -1,5 +1,5 @@
 """`repro-gate upgrade` end to end, as a user runs it: real uv, real environments built from
-the local wheel index (upgrade_index.py), a real tiny torch training in each."""
+the local wheel index (tests/helpers/upgrade_index.py), a real tiny torch training in each."""
 
 from __future__ import annotations
 

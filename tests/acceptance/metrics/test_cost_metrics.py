@@ -2,7 +2,7 @@
 budget, and the runs that failed on the budget alone (reproducible, so good for the SLO).
 
 The manifests are judged by the gate's own verdict functions and valid against the schema
-(tests/cost_manifests.py); the payload is what a push sends (`metrics.prom`).
+(tests/helpers/cost_manifests.py); the payload is what a push sends (`metrics.prom`).
 """
 
 from __future__ import annotations

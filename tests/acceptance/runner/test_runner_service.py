@@ -1,6 +1,6 @@
 """`repro-gate runner serve` as a platform engineer runs it: a real subprocess (real signals,
 real kill -9) against the fake GitHub, on a private dockerd whose no-op NVIDIA hook lets a GPU
-device request start, with the stand-in runner image (tests/docker/standin_runner/)."""
+device request start, with the stand-in runner image (tests/fixtures/standin_runner/)."""
 
 from __future__ import annotations
 

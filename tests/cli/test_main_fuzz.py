@@ -32,6 +32,7 @@ from typing import Any
 import hypothesis.errors
 import pytest
 import yaml
+from helpers.paths import ROOT
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -44,7 +45,7 @@ TRACEBACK = "Traceback (most recent call last)"
 INTERNAL_ERROR = "repro-gate: internal error:"
 CLOSED_PORT_URL = "http://127.0.0.1:9"
 SCHEMA = json.loads(
-    (Path(__file__).parents[2] / "src/repro_gate/schemas/config.schema.json").read_text()
+    (ROOT / "src/repro_gate/schemas/config.schema.json").read_text()
 )
 FUZZ_SETTINGS = {
     "deadline": None,

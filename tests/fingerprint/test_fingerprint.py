@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.gate_cli import CLI
 from helpers.git_repo import GIT
 from helpers.paths import FIXTURES, MANIFEST_FAIL, ROOT
 
@@ -30,7 +31,6 @@ from repro_gate.fingerprint.nvml import parse_nvml
 from repro_gate.probe import INJECT_DIR
 
 PROJECTS = FIXTURES / "projects"
-CLI = Path(sys.executable).parent / "repro-gate"
 
 RAW_NVML = {
     "driver_version": "550.54.15",

@@ -25,6 +25,7 @@ import pytest
 import requests
 
 from helpers import rootfs
+from helpers.paths import ROOT
 
 IN_CI = os.environ.get("CI") == "true"
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "repro-gate-tests"
@@ -222,7 +223,7 @@ def workspace(tmp_path: Path) -> Path:
     return path
 
 
-REPOSITORY_ROOT = Path(__file__).resolve().parents[2]
+REPOSITORY_ROOT = ROOT
 ACTION_IMAGE = "repro-gate-test/action"
 
 

@@ -1,4 +1,4 @@
-"""Running `repro-gate check` as a user would, for the tests."""
+"""Running `repro-gate` as a user would, for the tests."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+CLI = Path(sys.executable).parent / "repro-gate"  # the installed console script
+# Two ranks under torchrun, as a user starts a multi-process training.
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 
 
 @dataclass
@@ -53,3 +57,9 @@ def assert_one_line_error(result: Result, code: str, *needles: str) -> dict:
     for needle in needles:
         assert needle in reason["message"] and needle in output, output
     return manifest
+
+
+def compare(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run `repro-gate compare ARGS` as a user would."""
+    return subprocess.run([sys.executable, "-m", "repro_gate", "compare", *args],
+                          capture_output=True, text=True, timeout=120, check=False)

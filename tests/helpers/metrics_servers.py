@@ -18,9 +18,9 @@ import pytest
 import requests
 import yaml
 
+from helpers.paths import ROOT
 from repro_gate import validation
 
-ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS_DIR = ROOT / "runner" / "prometheus"
 GRAFANA_DIR = ROOT / "runner" / "grafana"
 SCRAPE_SECONDS = 1

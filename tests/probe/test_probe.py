@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers.paths import ROOT, SCRIPTS
+from helpers.trajectories import without_times
 
 from repro_gate.probe import (
     ALERTS_FILE,
@@ -45,10 +46,6 @@ def run_training(
     return subprocess.run(
         command, env=env, cwd=run_dir or SCRIPTS, capture_output=True, text=True, timeout=180
     )
-
-
-def without_times(steps: list[dict]) -> list[dict]:
-    return [{k: v for k, v in step.items() if k != "time"} for step in steps]
 
 
 def line_of(script: str, marker: str) -> int:

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.gate_cli import Result, check, script
-from test_check_torchrun import TORCHRUN
+from helpers.gate_cli import TORCHRUN, Result, check, script
 
 from repro_gate import validation
 

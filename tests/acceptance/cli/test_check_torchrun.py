@@ -5,12 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from helpers.gate_cli import check
+from helpers.gate_cli import TORCHRUN, check
 
 from repro_gate import validation
 from repro_gate.probe import TRAJECTORY_FILE, probe_output_dir, rank_file, read_trajectories
 
-TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 DDP_PARAMETERS = [f"module.{name}" for name in
                   ("encoder.weight", "encoder.bias", "head.weight", "head.bias")]
 

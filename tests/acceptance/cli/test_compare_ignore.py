@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers.gate_cli import Result, check, script
+from helpers.gate_cli import Result, check, compare, script
 from helpers.paths import TRAININGS
 
 IGNORE_CONFIG = """\
@@ -109,11 +107,6 @@ def test_a_bad_ignore_entry_is_a_one_line_error(
     assert result.exit_code == 2
     assert result.stderr.startswith("repro-gate: error: ") and result.stderr.count("\n") == 1
     assert expected in result.stderr and "Traceback" not in result.stderr
-
-
-def compare(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "repro_gate", "compare", *args],
-                          capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_compare_takes_the_same_fields_from_ignore_options(without_ignore: Result) -> None:

@@ -7,18 +7,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers.gate_cli import check, script
+from helpers.gate_cli import check, compare, script
 from helpers.paths import TRAININGS
-
-
-def compare(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "repro_gate", "compare", *args],
-                          capture_output=True, text=True, timeout=120, check=False)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from helpers.gate_cli import check
+from helpers.gate_cli import TORCHRUN, check
 
 from repro_gate import validation
 from repro_gate.probe import COST_FILE, read_json, read_trajectories, read_trajectory
@@ -122,7 +122,6 @@ from ddp_tiny import torchrun_rank, train_rank
 
 train_rank(*torchrun_rank(), steps=60)
 """
-TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
 
 
 def test_ranks_of_a_process_group_keep_the_planned_blocks_and_stop_together(

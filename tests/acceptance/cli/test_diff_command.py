@@ -5,14 +5,13 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+from helpers.gate_cli import CLI
 from helpers.paths import FIXTURES, MANIFEST_FAIL
 
 from repro_gate import validation
 
-CLI = Path(sys.executable).parent / "repro-gate"
 # A complete manifest of a real shape, to carry another fingerprint.
 MANIFEST = MANIFEST_FAIL
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+from helpers.gate_cli import CLI
 from helpers.git_repo import GIT
 from helpers.paths import FIXTURES
 
 from repro_gate import validation
 
-CLI = Path(sys.executable).parent / "repro-gate"
 PROJECTS = FIXTURES / "projects"
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import torch
 from helpers.gate_cli import check, script
+from helpers.trajectories import without_times
 
 from repro_gate import validation
 from repro_gate.probe import (
@@ -174,7 +175,3 @@ def test_the_localiser_does_not_disturb_the_training(project: Path) -> None:
     assert all(torch.equal(first[k], second[k]) for k in first)
     assert {"body.1.running_mean", "body.3.seen"} <= first.keys()
     assert first["body.3.seen"].item() == 6
-
-
-def without_times(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in step.items() if k != "time"} for step in steps]

@@ -17,6 +17,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from helpers.check_jsonschema import CHECK_JSONSCHEMA, OFFLINE
 from helpers.gate_cli import check, script
 from helpers.paths import ROOT, TRAININGS
 from referencing import Registry, Resource
@@ -24,10 +25,6 @@ from referencing import Registry, Resource
 from repro_gate import validation
 
 SCHEMAS = Path("schemas")  # relative to ROOT: the published layout (a symlink into the package)
-CHECK_JSONSCHEMA = str(Path(sys.executable).with_name("check-jsonschema"))
-# Any download check-jsonschema tried would go through this closed port and fail the check.
-OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-           "NO_PROXY": "", "no_proxy": ""}
 
 
 def schema_files() -> list[Path]:

@@ -3,7 +3,7 @@ prebuilt (pulled once, then cached by digest) versus built from the Dockerfile a
 for `image: Dockerfile`.
 
 The public base (python:3.12-slim) cannot be pulled here, so the image is built on the test
-suite's local Python image (tests/docker/rootfs.py: this machine's interpreter, stdlib and pip)
+suite's local Python image (tests/helpers/rootfs.py: this machine's interpreter, stdlib and pip)
 with its `FROM ... AS base` line replaced, and pushed to a private registry on loopback for its
 digest.
 The build downloads the dependencies from the package index, as on a runner.
@@ -44,8 +44,8 @@ import docker
 import requests
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "docker"))
-import rootfs  # noqa: E402  (the test suite's image builder; no public base can be pulled here)
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers import rootfs  # noqa: E402  (the suite's image builder; no public base is pullable here)
 
 TARGET_SIZE_MB = 250
 TARGET_START_SECONDS = 10

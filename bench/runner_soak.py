@@ -2,10 +2,10 @@
 on one slot, with the tests' stand-in runner image on a private Docker Engine, against the
 tests' fake GitHub run in this process.
 
-The private dockerd (tests/docker/gpu_dockerd.py) has a no-op `nvidia-container-runtime-hook`,
+The private dockerd (tests/helpers/gpu_dockerd.py) has a no-op `nvidia-container-runtime-hook`,
 so the runner containers' device requests by UUID start on this GPU-less machine; its images are
-built into it directly (tests/docker/rootfs.py: this machine's Python; then the stand-in from
-tests/docker/standin_runner/), and the runner image is given by its local image ID. The slot's
+built into it directly (tests/helpers/rootfs.py: this machine's Python; then the stand-in from
+tests/fixtures/standin_runner/), and the runner image is given by its local image ID. The slot's
 health check passes unchecked (`health.allow_no_gpu`: no NVML here), so it adds no wait.
 
 Measured, from outside the service:
@@ -49,12 +49,12 @@ import docker.types
 import requests
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "docker"))
-sys.path.insert(0, str(ROOT / "tests" / "runner"))
+sys.path.insert(0, str(ROOT / "tests"))
 # The test suite's helpers: image builder, private dockerd, fake GitHub and runner.yml writer.
-import rootfs  # noqa: E402
-from gpu_dockerd import GpuDockerd, build_standin_image  # noqa: E402
-from runner_files import SLOT_UUIDS, FakeGitHub, token_file, write_config  # noqa: E402
+from helpers import rootfs  # noqa: E402
+from helpers.fake_github import FakeGitHub  # noqa: E402
+from helpers.gpu_dockerd import GpuDockerd, build_standin_image  # noqa: E402
+from helpers.runner_files import SLOT_UUIDS, token_file, write_config  # noqa: E402
 
 from repro_gate.runner import hook  # noqa: E402
 from repro_gate.runner.slots import Slot  # noqa: E402

@@ -1,4 +1,4 @@
-"""Fixtures shared by the whole suite."""
+"""Fixtures shared by the whole suite; those of one kind of service live in tests/helpers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from gate_cli import TRAININGS
+from helpers.paths import TRAININGS
+
+pytest_plugins = [
+    "helpers.docker_fixtures",
+    "helpers.github_fixtures",
+    "helpers.upgrade_fixtures",
+]
 
 
 @pytest.fixture

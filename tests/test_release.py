@@ -20,8 +20,8 @@ from types import ModuleType
 
 import pytest
 import yaml
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "release_action_yml.py"
 WORKFLOWS = ROOT / ".github" / "workflows"
 IMAGE = "ghcr.io/acme/repro-gate"

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gate_cli import TRAININGS, check, script
+from helpers.gate_cli import check, script
+from helpers.paths import TRAININGS
 
 from repro_gate.config import Config
 from repro_gate.errors import GateError

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from manifest_docs import load_current
+from helpers.manifest_docs import load_current
 
 
 @pytest.fixture

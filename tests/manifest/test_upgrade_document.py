@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.check_jsonschema import CHECK_JSONSCHEMA, OFFLINE
+from helpers.paths import ROOT
 
 from repro_gate import validation
 from repro_gate.errors import ErrorKind, GateError
@@ -22,11 +23,6 @@ from repro_gate.manifest.upgrade_document import (
     write_upgrade,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-CHECK_JSONSCHEMA = str(Path(sys.executable).with_name("check-jsonschema"))
-# Any download check-jsonschema tried would go through this closed port and fail the check.
-OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
-           "NO_PROXY": "", "no_proxy": ""}
 SHA = "0f" * 32
 SECRET = "ghs_upgradeSecret1234"
 

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers.paths import SCRIPTS
+from helpers.trajectories import without_times
 
 from repro_gate.compare.cause import classify
 from repro_gate.compare.trajectory import compare_trajectories
@@ -29,7 +31,6 @@ from repro_gate.probe import (
 
 pytest.importorskip("torch")
 
-SCRIPTS = Path(__file__).parents[1] / "scripts"
 AS_ACCELERATOR = """
 import runpy, sys
 import torch  # first, as a training does: the probe then sets itself up
@@ -78,10 +79,6 @@ def run(script: Path, run_dir: Path, *, accelerator: bool = False,
         command = [sys.executable, str(wrapper), str(script)]
     return subprocess.run(command, env=env, cwd=run_dir, capture_output=True, text=True,
                           timeout=180)
-
-
-def without_times(steps: list[dict]) -> list[dict]:
-    return [{k: v for k, v in step.items() if k != "time"} for step in steps]
 
 
 def test_fail_fast_on_an_accelerator_stops_one_step_after_the_divergence(tmp_path: Path) -> None:

@@ -2,8 +2,8 @@
 budget's verdict beside the reproducibility result, and where the cost comes from.
 
 Every manifest is judged by the gate's own verdict functions and validated against the manifest
-schema (tests/cost_manifests.py) before the console, the check run, the PR comment and the step
-outputs are rendered from it.
+schema (tests/helpers/cost_manifests.py) before the console, the check run, the PR comment and
+the step outputs are rendered from it.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cost_manifests import cost, gate_manifest
-from gate_cli import check, script
+from helpers.cost_manifests import cost, gate_manifest
+from helpers.gate_cli import check, script
 
 from repro_gate import validation
 from repro_gate.gate import verdict

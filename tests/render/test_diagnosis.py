@@ -1,6 +1,6 @@
 """The first divergence said so a person can act: the cause in one sentence, everywhere it shows.
 
-Each manifest is a failing gate's (tests/github/data/manifest-fail.json) with the first
+Each manifest is a failing gate's (tests/fixtures/github/manifest-fail.json) with the first
 divergence of one cause; its reasons are written by the gate's own `verdict.failures`, and it is
 valid against the manifest schema before anything is rendered from it.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 import copy
 import io
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.paths import MANIFEST_FAIL
 
 from repro_gate import validation
 from repro_gate.gate import verdict
@@ -21,7 +21,7 @@ from repro_gate.publish import actions
 from repro_gate.render import console, markdown
 from repro_gate.render.diagnosis import explain
 
-FIXTURE = Path(__file__).parents[1] / "github" / "data" / "manifest-fail.json"
+FIXTURE = MANIFEST_FAIL
 GRADIENTS = [f"layers.{i}.weight" for i in range(8)]
 
 # cause -> (fields of the first divergence, sentence, title after "not reproducible · ")

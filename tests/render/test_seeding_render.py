@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
+
+from helpers.paths import MANIFEST_FAIL
 
 from repro_gate import validation
 from repro_gate.gate import verdict
 from repro_gate.render import console, markdown
 
-FIXTURE = Path(__file__).parents[1] / "github" / "data" / "manifest-fail.json"
+FIXTURE = MANIFEST_FAIL
 UNSEEDED = ("the initial parameters differ between runs det-1 and det-2: torch was never seeded:"
             " add `torch.manual_seed(0)` before train.py:21, where the first parameter is created")
 

@@ -25,8 +25,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
+from helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 VALUES = ROOT / "runner" / "arc" / "values.yaml"
 HOOK_TEMPLATE = ROOT / "runner" / "arc" / "hook-template.yaml"
 CHART_VALUES = ROOT / "tests" / "fixtures" / "arc" / "values.yaml"

@@ -23,10 +23,10 @@ from pathlib import Path, PurePosixPath
 import jsonschema
 import pytest
 import yaml
+from helpers.paths import ROOT
 
 from repro_gate.runner.runner_config import DEFAULT_DRAIN_TIMEOUT, AppAuth, load_runner_config
 
-ROOT = Path(__file__).parents[2]
 UNIT = ROOT / "runner" / "systemd" / "repro-gate-runner.service"
 COMPOSE = ROOT / "runner" / "compose.yaml"
 EXAMPLE = ROOT / "runner" / "runner.example.yml"

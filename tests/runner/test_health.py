@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from runner_files import SLOT_UUIDS
+from helpers.runner_files import SLOT_UUIDS
 
 from repro_gate.runner.health import (
     HealthReport,

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from runner_files import SLOT_UUIDS
+from helpers.runner_files import SLOT_UUIDS
 
 from repro_gate.runner import hook
 from repro_gate.runner.slots import Slot

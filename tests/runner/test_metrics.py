@@ -10,8 +10,8 @@ from pathlib import Path
 import prometheus_client
 import pytest
 import requests
+from helpers.runner_files import SLOT_UUIDS, token_file, write_config
 from prometheus_client.parser import text_string_to_metric_families
-from runner_files import SLOT_UUIDS, token_file, write_config
 
 from repro_gate import __version__
 from repro_gate.errors import ConfigError

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from runner_files import SLOT_UUIDS, repro_gate, token_file, write_config
+from helpers.runner_files import SLOT_UUIDS, repro_gate, token_file, write_config
 
 from repro_gate.config.overrides import from_action_inputs
 from repro_gate.errors import ConfigError

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gate_cli import check, script
+from helpers.gate_cli import check, script
 
 from repro_gate.probe import INJECT_DIR, STATUS_FILE, read_json, read_trajectory
 

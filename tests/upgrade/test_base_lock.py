@@ -9,20 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers.git_repo import git
 
 from repro_gate.environments.dependency_lock import read_lock
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.upgrade.base_lock import FETCH_HINT, base_lock
-
-GIT_IDENTITY = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-                "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
-
-
-def git(repo: Path, *args: str) -> str:
-    completed = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
-                               check=False, env={**os.environ, **GIT_IDENTITY}, timeout=60)
-    assert completed.returncode == 0, completed.stderr
-    return completed.stdout.strip()
 
 
 def commit_all(repo: Path, message: str) -> str:

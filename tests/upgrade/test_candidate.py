@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from upgrade_index import PackageIndex, tree_digest
+from helpers.upgrade_index import PackageIndex, tree_digest
 
 from repro_gate.environments import Lock, read_lock
 from repro_gate.errors import ErrorKind, GateError

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from upgrade_index import PackageIndex
+from helpers.upgrade_index import PackageIndex
 
 from repro_gate.environments import read_lock
 from repro_gate.upgrade import Change, UpgradeRequest, apply_changes, change_set, compute_candidate

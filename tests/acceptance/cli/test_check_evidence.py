@@ -1,0 +1,121 @@
+"""No PASS without evidence: the probe must load in the runs, or the verdict says it rests on
+the compared files alone; with no files compared, a run the probe did not see is an error."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.gate_cli import Result, assert_one_line_error, check
+
+from repro_gate import validation
+
+PYTHON = sys.executable
+NOT_OBSERVED = "from artifacts only: no steps observed, determinism not applied"
+NO_STEPS = "from artifacts only: no steps observed"
+
+
+def assert_passed(result: Result) -> dict:
+    assert result.exit_code == 0, result.stdout + result.stderr
+    manifest = result.manifest
+    assert manifest["verdict"] == "pass"
+    assert validation.errors("manifest", manifest) == []
+    return manifest
+
+
+def assert_probe_not_loaded(result: Result, *needles: str) -> dict:
+    manifest = assert_one_line_error(result, "probe_not_loaded", *needles)
+    (reason,) = manifest["reasons"]
+    assert reason["message"].startswith("the probe did not load in run A: ")
+    # Nothing can be compared after run A: the gate stops there.
+    assert [run["name"] for run in manifest["runs"]] == ["A"]
+    return manifest
+
+
+def test_an_isolated_python_with_artifacts_passes_from_artifacts_only(project: Path) -> None:
+    result = check(project, "--no-cost", "-a", "model.pt", "--", PYTHON, "-I", "isolated.py")
+    manifest = assert_passed(result)
+    assert manifest["evidence"] == {"probe_loaded": False, "steps_observed": False}
+    assert f"PASS: reproducible, {NOT_OBSERVED}" in result.stdout
+    (reason,) = manifest["reasons"]
+    assert reason["message"] == f"2 runs are bitwise equal: 1 artifacts ({NOT_OBSERVED})"
+    # The comment, the check run's title and summary, and the job summary say it too.
+    preview = subprocess.run(
+        [PYTHON, "-m", "repro_gate", "report", "--manifest",
+         str(project / "repro-gate-out" / "manifest.json"), "--markdown"],
+        env={k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")},
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout
+    sections = re.split(r"^## .+\n\n", preview, flags=re.MULTILINE)[1:]
+    assert len(sections) == 4
+    for section in sections:
+        assert f"bit-for-bit reproducible · {NOT_OBSERVED}" in section
+
+
+def test_an_isolated_python_without_artifacts_is_probe_not_loaded(project: Path) -> None:
+    result = check(project, "--no-cost", "--", PYTHON, "-I", "isolated.py", "--no-save")
+    assert_probe_not_loaded(result, "python -I ignores PYTHONPATH", "drop -I",
+                            "or compare files only (`artifacts:`, -a GLOB)")
+
+
+@pytest.mark.parametrize(
+    ("command", "needle"),
+    [
+        (["--", "env", "-u", "PYTHONPATH", PYTHON, "isolated.py", "--no-save"],
+         "the command clears or replaces PYTHONPATH"),
+        (["--command", f"PYTHONPATH= {shlex.quote(PYTHON)} isolated.py --no-save"],
+         "the command clears or replaces PYTHONPATH"),
+        (["--", PYTHON, "-S", "-c", "print('trained')"], "python -S skips sitecustomize"),
+    ],
+    ids=["env-u", "empty-assignment", "no-site"],
+)
+def test_a_python_that_skips_the_probe_is_named(
+    project: Path, command: list[str], needle: str
+) -> None:
+    assert_probe_not_loaded(check(project, "--no-cost", *command), needle)
+
+
+def test_a_training_without_an_optimizer_passes_from_artifacts_only(project: Path) -> None:
+    result = check(project, "--no-cost", "--", PYTHON, "hand_update.py")
+    manifest = assert_passed(result)
+    assert [run["steps"] for run in manifest["runs"]] == [0, 0]
+    assert manifest["evidence"] == {"probe_loaded": True, "steps_observed": False}
+    assert f"PASS: reproducible, {NO_STEPS}\n" in result.stdout
+    assert manifest["reasons"][0]["message"].endswith(f"({NO_STEPS})")
+    assert "determinism not applied" not in result.stdout
+
+
+def test_a_shell_script_training_is_judged_by_its_file(project: Path) -> None:
+    (project / "train.sh").write_text("printf 'weights 1\\n' > model.bin\n")
+    manifest = assert_passed(check(project, "--no-cost", "-a", "model.bin", "--", "sh", "train.sh"))
+    assert manifest["evidence"] == {"probe_loaded": False, "steps_observed": False}
+    assert manifest["reasons"][0]["message"].endswith(f"({NOT_OBSERVED})")
+
+    (project / "log.sh").write_text("echo trained > log.txt\n")
+    assert_probe_not_loaded(check(project, "--no-cost", "--", "sh", "log.sh"),
+                            "sh is not Python")
+
+
+def test_an_observed_training_passes_without_a_qualifier(project: Path) -> None:
+    result = check(project, "--no-cost", "--", PYTHON, "deterministic.py")
+    manifest = assert_passed(result)
+    assert manifest["evidence"] == {"probe_loaded": True, "steps_observed": True}
+    assert "from artifacts only" not in result.stdout
+    assert manifest["reasons"][0]["message"].startswith("2 deterministic runs are bitwise equal")
+
+
+def test_a_shell_script_whose_file_differs_fails_from_artifacts_only(project: Path) -> None:
+    (project / "noisy.sh").write_text("od -An -N8 -tx8 /dev/urandom > model.bin\n")
+    result = check(project, "--no-cost", "-a", "model.bin", "--", "sh", "noisy.sh")
+    assert result.exit_code == 1, result.stdout + result.stderr
+    manifest = result.manifest
+    assert validation.errors("manifest", manifest) == []
+    assert f"FAIL: not reproducible, {NOT_OBSERVED}\n" in result.stdout
+    (reason,) = manifest["reasons"]
+    assert reason["code"] == "artifact_different"
+    assert reason["message"] == f"model.bin differs between runs A and B ({NOT_OBSERVED})"

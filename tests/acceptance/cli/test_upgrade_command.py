@@ -1,0 +1,251 @@
+"""`repro-gate upgrade` end to end, as a user runs it: real uv, real environments built from
+the local wheel index (tests/helpers/upgrade_index.py), a real tiny torch training in each."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from helpers.upgrade_index import PackageIndex, tree_digest
+
+from repro_gate.launch.progress import ENV_STATUS_SECONDS
+from repro_gate.manifest.upgrade_document import read_upgrade
+
+TRAIN = """\
+import torch
+{imports}
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+inputs = torch.randn(16, 4) * numlib.SCALE
+targets = torch.randn(16, 1)
+for _ in range(6):
+    optimizer.zero_grad()
+    batch = harmless.identity(inputs){noise}
+    loss = ((model(batch) - targets) ** 2).mean()
+    loss.backward()
+    optimizer.step()
+torch.save(model.state_dict(), "model.pt")
+"""
+
+
+def write_training(project: Path, noisy: bool = False) -> None:
+    imports = "import harmless\nimport numlib\n" + ("import noisy\n" if noisy else "")
+    noise = " + noisy.jitter()" if noisy else ""
+    (project / "train.py").write_text(TRAIN.format(imports=imports, noise=noise))
+
+
+def upgrade(project: Path, index: PackageIndex, env_cache: Path, *args: str,
+            timeout: float = 420) -> subprocess.CompletedProcess[str]:
+    """`repro-gate upgrade` in `project`, packages from the local index only."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
+    env.update({"UV_NO_INDEX": "1", "UV_FIND_LINKS": str(index.path), "UV_OFFLINE": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "repro_gate", "upgrade", "--quiet", "--no-cost",
+         "--inherit-site-packages", "--env-cache", str(env_cache), *args,
+         "--", "python", "train.py"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def report(project: Path) -> dict:
+    return read_upgrade(project / "repro-gate-out" / "upgrade.json")
+
+
+@pytest.fixture
+def trainer(make_project: Callable[[str], Path]) -> Path:
+    project = make_project("uv-project")
+    write_training(project)
+    return project
+
+
+def test_the_package_that_changes_the_numerics_is_named_alone(
+        trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    lock_before = (trainer / "uv.lock").read_bytes()
+    done = upgrade(trainer, package_index, env_cache, "--upgrade")
+    assert done.returncode == 1, done.stdout + done.stderr
+    document = report(trainer)
+    assert document["verdict"] == "changed"
+    changed = {change["name"]: (change["old"], change["new"]) for change in document["changes"]}
+    assert changed == {"numlib": ("1.0", "1.1"), "harmless": ("1.0", "1.1"),
+                       "leaf": ("1.0", "1.1")}
+    assert [culprit["name"] for culprit in document["culprits"]] == ["numlib"]
+    culprit = document["culprits"][0]
+    assert (culprit["old"], culprit["new"]) == ("1.0", "1.1")
+    assert culprit["first_divergence"]["step"] == 1
+    assert culprit["max_abs_diff"] > 0
+    search = document["culprit_search"]
+    assert search["status"] == "found"
+    assert 1 <= search["runs"] <= search["max_runs"]
+    assert document["bisect_runs"] == search["runs"]
+    assert document["reproducibility"]["candidate"]["verdict"] == "pass"
+    assert "numlib" in done.stdout and "1.1" in done.stdout
+    assert "numlib" in (trainer / "repro-gate-out" / "upgrade.md").read_text()
+    assert (trainer / "uv.lock").read_bytes() == lock_before  # no --write-lock
+    kept = Path(document["candidate"]["lock"])
+    assert kept.is_file() and 'version = "1.1"' in kept.read_text()
+
+
+def test_a_harmless_upgrade_is_same_reuses_environments_and_writes_the_lock(
+        trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    first = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless")
+    assert first.returncode == 0, first.stdout + first.stderr
+    document = report(trainer)
+    assert document["verdict"] == "same"
+    assert document["numerics"]["status"] == "same"
+    assert {change["name"] for change in document["changes"]} == {"harmless", "leaf"}
+    assert document["culprits"] == [] and document["culprit_search"]["status"] == "not_needed"
+    again = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless",
+                    "--write-lock")
+    assert again.returncode == 0, again.stdout + again.stderr
+    document = report(trainer)
+    assert document["baseline"]["environment"]["reused"] is True
+    assert document["candidate"]["environment"]["reused"] is True
+    # --write-lock: the candidate replaces the project's lock, for the weekly pull request
+    assert 'name = "harmless"\nversion = "1.1"' in (trainer / "uv.lock").read_text()
+
+
+def test_a_candidate_that_makes_the_training_nondeterministic_is_not_reproducible(
+        make_project: Callable[[str], Path], package_index: PackageIndex,
+        env_cache: Path) -> None:
+    project = make_project("uv-noisy")
+    write_training(project, noisy=True)
+    done = upgrade(project, package_index, env_cache, "--upgrade-package", "noisy")
+    assert done.returncode == 1, done.stdout + done.stderr
+    document = report(project)
+    assert document["verdict"] == "not_reproducible"
+    assert document["reasons"][0]["code"] == "candidate_not_reproducible"
+    assert document["reproducibility"]["baseline"]["verdict"] == "pass"
+    assert document["reproducibility"]["candidate"]["verdict"] == "fail"
+
+
+def test_a_broken_candidate_is_an_error_that_keeps_the_baseline_results(
+        trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    broken = trainer / "broken.lock"
+    text = (trainer / "uv.lock").read_text()
+    broken.write_text(text.replace('name = "numlib"\nversion = "1.0"',
+                                   'name = "numlib"\nversion = "9.9"'))
+    done = upgrade(trainer, package_index, env_cache, "--candidate-lock", "broken.lock")
+    assert done.returncode == 2, done.stdout + done.stderr
+    document = report(trainer)
+    assert document["verdict"] == "error"
+    assert document["reasons"][0]["code"] == "environment"
+    assert "Traceback" not in done.stderr
+    assert document["reproducibility"]["baseline"]["verdict"] == "pass"
+    assert Path(document["reproducibility"]["baseline"]["manifest"]).is_file()
+
+
+def test_missing_lock_and_missing_candidate_are_one_line_errors(
+        tmp_path: Path, package_index: PackageIndex, env_cache: Path,
+        trainer: Path) -> None:
+    (tmp_path / "train.py").write_text("print('hi')\n")
+    done = upgrade(tmp_path, package_index, env_cache, "--upgrade")
+    assert done.returncode == 2
+    assert "uv.lock" in done.stdout and "Traceback" not in done.stdout + done.stderr
+    assert json.loads((tmp_path / "repro-gate-out" / "upgrade.json").read_text())[
+        "reasons"][0]["code"] == "lockfile"
+    before = tree_digest(trainer, trainer / "repro-gate-out")
+    nothing = subprocess.run(
+        [sys.executable, "-m", "repro_gate", "upgrade", "--", sys.executable, "train.py"],
+        cwd=trainer, capture_output=True, text=True, check=False)
+    assert nothing.returncode == 2
+    assert "nothing to compare" in nothing.stderr and "Traceback" not in nothing.stderr
+    assert tree_digest(trainer, trainer / "repro-gate-out") == before
+    assert read_upgrade(trainer / "repro-gate-out" / "upgrade.json")["verdict"] == "error"
+
+
+def test_a_change_within_the_upgrade_tolerance_is_same(
+        trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    done = upgrade(trainer, package_index, env_cache, "--upgrade-package", "numlib",
+                   "--upgrade-tolerance", "atol=1e-5,rtol=1e-5")
+    assert done.returncode == 0, done.stdout + done.stderr
+    document = report(trainer)
+    assert document["verdict"] == "same"
+    assert document["numerics"]["status"] == "within_tolerance"
+    assert document["numerics"]["tolerance"] == {"atol": 1e-5, "rtol": 1e-5}
+
+
+def test_a_cancel_during_the_candidate_gate_is_an_error_that_keeps_the_baseline(
+        trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    # The candidate's numlib (SCALE 0.5000001) makes the training hang until it is killed.
+    (trainer / "train.py").write_text(
+        "import time\nimport numlib\nif numlib.SCALE != 0.5:\n"
+        "    print('candidate started', flush=True)\n    time.sleep(600)\n"
+        + (trainer / "train.py").read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
+    env.update({"UV_NO_INDEX": "1", "UV_FIND_LINKS": str(package_index.path),
+                "UV_OFFLINE": "1"})
+    gate = subprocess.Popen(
+        [sys.executable, "-m", "repro_gate", "upgrade", "--quiet", "--no-cost",
+         "--inherit-site-packages", "--env-cache", str(env_cache), "--upgrade-package",
+         "numlib", "--", "python", "train.py"],
+        cwd=trainer, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = trainer / "repro-gate-out" / "upgrade" / "candidate" / "logs" / "A.log"
+    deadline = time.monotonic() + 400
+    while not (log.is_file() and "candidate started" in log.read_text(errors="replace")):
+        assert gate.poll() is None, gate.communicate()
+        assert time.monotonic() < deadline, "the candidate's run A never started"
+        time.sleep(0.2)
+    gate.send_signal(signal.SIGTERM)
+    stdout, stderr = gate.communicate(timeout=30)
+    assert gate.returncode == 2, stdout + stderr
+    document = report(trainer)
+    assert document["verdict"] == "error"
+    assert document["reasons"][0]["code"] == "cancelled"
+    assert "SIGTERM" in document["reasons"][0]["message"]
+    assert document["reproducibility"]["baseline"]["verdict"] == "pass"
+    assert Path(document["reproducibility"]["baseline"]["manifest"]).is_file()
+    assert "Traceback" not in stdout + stderr
+
+
+@pytest.mark.parametrize("lock_name", ["requirements.txt", "locks/prod-pins.txt"])
+def test_a_requirements_lock_of_any_name_is_recorded_with_a_valid_report(
+        make_project: Callable[[str], Path], package_index: PackageIndex, env_cache: Path,
+        lock_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_STATUS_SECONDS, "0.2")  # status lines from the first 0.2 s on
+    project = make_project("requirements-bare")
+    write_training(project)
+    lock = project / lock_name
+    lock.parent.mkdir(exist_ok=True)
+    (project / "requirements.txt").rename(lock)
+    candidate = project / "candidate.txt"
+    candidate.write_text("numlib==1.0\nharmless==1.1\nleaf==1.1\n")
+    done = upgrade(project, package_index, env_cache, "--lock", lock_name,
+                   "--candidate-lock", "candidate.txt")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = project / "repro-gate-out"
+    assert not (out / "upgrade.invalid.json").exists()
+    document = report(project)
+    assert document["verdict"] == "same"
+    assert (document["baseline"]["format"], document["candidate"]["format"]) == (
+        "requirements", "requirements")
+    assert Path(document["baseline"]["lock"]).name == Path(lock_name).name
+    assert "harmless" in (out / "upgrade.md").read_text()
+    # never in silence: the environments' builds and every run say how they are doing
+    assert "[baseline environment] repro-gate: building the baseline environment (3 pinned" \
+        " packages): " in done.stderr
+    assert re.search(r"^\[candidate B\] repro-gate: .*elapsed", done.stderr, re.MULTILINE)
+
+
+def test_a_report_that_cannot_be_written_is_an_error_recorded_in_its_place(
+        trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    # upgrade.md cannot be written once the verdict is decided: a directory holds its name.
+    (trainer / "repro-gate-out" / "upgrade.md" / "in-the-way").mkdir(parents=True)
+    done = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    document = report(trainer)  # valid against its schema
+    assert document["verdict"] == "error"
+    (reason,) = document["reasons"]
+    assert reason["code"] == "output_dir"
+    assert reason["message"].startswith("the upgrade report was not written (upgrade.md): ")
+    # what the check found is kept beside the error
+    assert document["reproducibility"]["candidate"]["verdict"] == "pass"
+    assert document["numerics"]["status"] == "same"

@@ -1,0 +1,112 @@
+"""Each run works in its own fresh copy of the working directory; the gate's own files are no
+part of the code's state. Real gates on a fresh git clone of a real project."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from helpers.gate_cli import check, script
+from helpers.git_repo import git
+from helpers.paths import TRAININGS
+
+from repro_gate.gate import workcopy
+from repro_gate.gate.file_lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
+
+
+def fresh_clone(tmp_path: Path, *scripts: str) -> Path:
+    """A clone of a one-commit repository holding `scripts` and the tiny model they use."""
+    origin, clone = tmp_path / "origin", tmp_path / "clone"
+    origin.mkdir()
+    for name in ("tiny.py", *scripts):
+        shutil.copy(TRAININGS / name, origin / name)
+    git(origin, "init", "-q")
+    git(origin, "add", ".")
+    git(origin, "commit", "-qm", "training")
+    git(tmp_path, "clone", "-q", str(origin), str(clone))
+    return clone
+
+
+def test_each_run_starts_from_a_fresh_copy_and_the_tree_stays_clean(tmp_path: Path) -> None:
+    clone = fresh_clone(tmp_path, "resume_from_checkpoint.py")
+
+    result = check(clone, "--no-cost", *script("resume_from_checkpoint.py"))
+
+    assert result.exit_code == 0, result.stdout + result.stderr
+    logs = clone / "repro-gate-out" / "logs"
+    for run in ("A", "B"):
+        assert "resume found: False" in (logs / f"{run}.log").read_text(), run
+    assert git(clone, "status", "--porcelain", "--untracked-files=all") == ""
+    assert sorted(p.name for p in clone.iterdir()) == sorted(
+        [".git", WORKDIR_LOCK_DIR, "repro-gate-out", "resume_from_checkpoint.py", "tiny.py"])
+    # What each run wrote stays in its run directory, and only that.
+    for run in result.manifest["runs"]:
+        assert {a["path"] for a in run["artifacts"]} == {"model.pt"}, run
+        work = Path(run["run_dir"]) / workcopy.WORK_SUBDIR
+        assert sorted(p.relative_to(work).as_posix() for p in work.rglob("*")) == [
+            "checkpoints", "checkpoints/last.pt", "model.pt"], run["name"]
+
+
+def test_a_fresh_clone_stays_clean_in_the_fingerprint(tmp_path: Path) -> None:
+    clone = fresh_clone(tmp_path, "deterministic.py")
+    for _ in range(2):
+        result = check(clone, "--no-cost", *script("deterministic.py"))
+        assert result.exit_code == 0, result.stdout + result.stderr
+        code = result.manifest["fingerprint"]["code"]
+        assert (code["dirty"], code["untracked_files"], code["diff_sha256"]) == (False, 0, None)
+        clean_tree = next(item for item in result.manifest["checklist"]["items"]
+                          if item["id"] == "clean_tree")
+        assert clean_tree["status"] == "pass", clean_tree
+    # A file of the user's still counts.
+    (clone / "notes.txt").write_text("mine")
+    result = check(clone, "--no-cost", *script("deterministic.py"))
+    assert result.manifest["fingerprint"]["code"]["dirty"] is True
+
+
+def test_the_copy_leaves_out_the_gates_files_and_keeps_links(tmp_path: Path) -> None:
+    workdir, output_dir, outside = tmp_path / "work", tmp_path / "work" / "out", tmp_path / "data"
+    other_output = workdir / "other-out"
+    for directory in (workdir / "sub", output_dir / "runs", other_output, outside,
+                      workdir / WORKDIR_LOCK_DIR):
+        directory.mkdir(parents=True)
+    (other_output / OUTPUT_LOCK).write_text("1\n")
+    (workdir / WORKDIR_LOCK_DIR / "lock").write_text("2\n")
+    (workdir / "sub" / "train.py").write_text("print()\n")
+    (outside / "set.bin").write_bytes(b"data")
+    (workdir / "data").symlink_to("../data")
+    (workdir / "sub" / "train_link.py").symlink_to("train.py")
+
+    copy = workcopy.make(workdir, output_dir / "runs" / "A" / "work", output_dir)
+
+    assert sorted(p.relative_to(copy.path).as_posix() for p in copy.path.rglob("*")) == [
+        "data", "sub", "sub/train.py", "sub/train_link.py"]
+    assert (copy.path / "data" / "set.bin").read_bytes() == b"data"  # the link still leads there
+    assert (copy.path / "sub" / "train_link.py").readlink() == Path("train.py")
+    # A run rewrites a file in place and adds one: the user's file is untouched.
+    with open(copy.path / "sub" / "train.py", "r+") as handle:
+        handle.write("x")
+    (copy.path / "model.pt").write_bytes(b"weights")
+    assert copy.written() == {"sub/train.py", "model.pt"}
+    assert (workdir / "sub" / "train.py").read_text() == "print()\n"
+    copy.keep_only_written()
+    assert sorted(p.relative_to(copy.path).as_posix() for p in copy.path.rglob("*")) == [
+        "model.pt", "sub", "sub/train.py"]
+
+
+def test_the_probes_records_name_the_users_files(tmp_path: Path) -> None:
+    workdir, output_dir = tmp_path / "work", tmp_path / "out"
+    workdir.mkdir()
+    (workdir / "train.py").write_text("print()\n")
+    copy = workcopy.make(workdir, output_dir / "runs" / "A" / "work", output_dir)
+    probe_dir = output_dir / "runs" / "A" / ".repro-gate"
+    probe_dir.mkdir()
+    alerts = [{"file": f"{copy.path}/train.py", "line": 3},
+              {"file": f"{copy.path}-other/train.py", "line": 4}, {"cwd": str(copy.path)}]
+    (probe_dir / "alerts.json").write_text(json.dumps(alerts))
+
+    copy.name_workspace_files(probe_dir)
+
+    assert json.loads((probe_dir / "alerts.json").read_text()) == [
+        {"file": f"{workdir}/train.py", "line": 3},
+        {"file": f"{copy.path}-other/train.py", "line": 4}, {"cwd": str(workdir)}]

@@ -1,0 +1,606 @@
+"""The per-slot Docker API proxy: its rules on their own, then real requests to a real daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import docker
+import docker.errors
+import docker.types
+import pytest
+from docker.utils.socket import frames_iter
+from helpers.docker_fixtures import TEST_LABEL, GateContainers, PinnedImage
+from helpers.gate_cli import check
+from helpers.paths import TRAININGS
+from helpers.proxy_thread import RunningProxy
+
+import repro_gate
+from repro_gate.runner.proxy.ownership import (
+    SLOT_LABEL,
+    referenced_containers,
+    scoped,
+    with_slot_socket,
+)
+from repro_gate.runner.proxy.policy import (
+    SlotPolicy,
+    check_create,
+    check_exec,
+    check_network_create,
+    check_update,
+    check_volume_create,
+)
+from repro_gate.runner.proxy.routes import Handling, route
+
+SLOT_GPU = "GPU-11111111-2222-3333-4444-555555555555"
+OTHER_GPU = "GPU-99999999-8888-7777-6666-555555555555"
+# The daemon the `docker_client` fixture uses (docker.from_env): DOCKER_HOST or the default.
+DAEMON_SOCKET = Path(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+                     .removeprefix("unix://"))
+
+
+def policy_for(work: Path, **changes: Any) -> SlotPolicy:
+    return SlotPolicy(gpu_uuid=SLOT_GPU, work_folder=work, **changes)
+
+
+def gpu(ids: list[str] | None = None, count: int = 0) -> dict[str, Any]:
+    return {"Driver": "", "Count": count, "DeviceIDs": ids, "Capabilities": [["gpu"]]}
+
+
+def host(**settings: Any) -> dict[str, Any]:
+    return {"Image": "python", "HostConfig": settings}
+
+
+# (create body, a part of the refusal); the paths are relative to the work folder's parent.
+REFUSED = [
+    (host(Privileged=True), "Privileged is refused"),
+    (host(DeviceRequests=[gpu([OTHER_GPU])]), f"DeviceIDs ['{OTHER_GPU}'] is refused"),
+    (host(DeviceRequests=[gpu([SLOT_GPU, OTHER_GPU])]), "this slot may use only"),
+    (host(DeviceRequests=[gpu(count=-1)]), "Count -1 is refused"),
+    (host(DeviceRequests=[gpu(count=1)]), "Count 1 is refused"),
+    (host(DeviceRequests=[{**gpu([SLOT_GPU]), "Driver": "cdi"}]), "driver 'cdi' is refused"),
+    (host(Devices=[{"PathOnHost": "/dev/nvidia1"}]), "HostConfig.Devices is refused"),
+    (host(DeviceCgroupRules=["c 195:* rmw"]), "DeviceCgroupRules is refused"),
+    (host(Binds=["/etc:/host-etc:ro"]), "bind '/etc' is refused"),
+    (host(Binds=["{work}/../outside:/x"]), "is refused: only paths inside"),
+    (host(Mounts=[{"Type": "bind", "Source": "/", "Target": "/host"}]), "bind mount '/'"),
+    (host(Mounts=[{"Type": "volume", "Target": "/v", "VolumeOptions": {"DriverConfig": {
+        "Options": {"type": "none", "o": "bind", "device": "/etc"}}}}]), "volume mount device"),
+    (host(Mounts=[{"Type": "npipe", "Target": "/p"}]), "mount type 'npipe' is refused"),
+    (host(VolumeDriver="sshfs"), "VolumeDriver 'sshfs' is refused"),
+    (host(CapAdd=["SYS_ADMIN"]), "CapAdd 'SYS_ADMIN' is refused (allowed: none)"),
+    (host(NetworkMode="host"), "NetworkMode 'host' is refused"),
+    (host(PidMode="host"), "PidMode 'host' is refused"),
+    (host(IpcMode="host"), "IpcMode 'host' is refused"),
+    (host(UsernsMode="host"), "UsernsMode 'host' is refused"),
+    ({"Image": "python", "NetworkingConfig": {"EndpointsConfig": {"Host": {}}}},
+     "EndpointsConfig 'host' is refused"),
+    (host(SecurityOpt=["seccomp=unconfined"]), "'seccomp=unconfined' is refused"),
+    (host(SecurityOpt=["apparmor:unconfined"]), "'apparmor:unconfined' is refused"),
+    (host(SecurityOpt=["label=disable"]), "'label=disable' is refused"),
+    (host(MaskedPaths=[]), "MaskedPaths is refused"),
+    (host(Runtime="nvidia"), "Runtime 'nvidia' is refused"),
+    (host(CgroupParent="/"), "CgroupParent is refused"),
+    ({"Image": "python", "Env": ["NVIDIA_VISIBLE_DEVICES=all"]}, "NVIDIA_VISIBLE_DEVICES='all'"),
+    # Docker 20.10 reads keys ignoring case, and host settings from the top level too.
+    ({"Image": "python", "hostconfig": {"privileged": True}}, "Privileged is refused"),
+    ({"Image": "python", "HostConfig": {"DeviceReque\u017fts": [gpu([OTHER_GPU])]}}, "DeviceIDs"),
+    ({"Image": "python", "Privileged": True}, "Privileged is refused"),
+    ({"Image": "python", "Binds": ["/etc:/x"]}, "bind '/etc' is refused"),
+    ({"Image": "python", "HostConfig": {"Privileged": False, "privileged": True}},
+     "keys equal but for case are refused: 'privileged'"),
+]
+
+PASSED = [
+    {"Image": "python"},
+    host(DeviceRequests=[gpu([SLOT_GPU])]),
+    host(DeviceRequests=[{**gpu([SLOT_GPU]), "Driver": "nvidia"}]),
+    host(Binds=["{work}/data:/data:ro", "named-volume:/cache"]),
+    host(Mounts=[{"Type": "bind", "Source": "{work}", "Target": "/w"},
+                 {"Type": "tmpfs", "Target": "/tmp"}, {"Type": "volume", "Target": "/v"}]),
+    host(CapDrop=["ALL"], SecurityOpt=["no-new-privileges:true", "seccomp=builtin"],
+         NetworkMode="none", Runtime="runc"),
+    {"Image": "python", "Env": [f"NVIDIA_VISIBLE_DEVICES={SLOT_GPU}", "A=b"]},
+]
+
+
+def with_work(body: dict[str, Any], work: Path) -> dict[str, Any]:
+    return json.loads(json.dumps(body).replace("{work}", str(work)))
+
+
+@pytest.mark.parametrize(("body", "reason"), REFUSED)
+def test_check_create_refuses_each_rule_with_its_reason(
+    body: dict[str, Any], reason: str, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+
+    refused = check_create(with_work(body, work), policy_for(work))
+
+    assert refused is not None and reason in refused, refused
+
+
+@pytest.mark.parametrize("body", PASSED)
+def test_check_create_passes_what_jobs_need(body: dict[str, Any], tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    (work / "data").mkdir(parents=True)
+
+    assert check_create(with_work(body, work), policy_for(work)) is None
+
+
+def test_a_symbolic_link_out_of_the_work_folder_and_the_slot_socket_are_refused(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "escape").symlink_to("/etc")
+    policy = policy_for(work, protected=frozenset({work / "run" / "docker.sock"}))
+
+    escape = check_create(host(Binds=[f"{work}/escape:/x"]), policy)
+    socket_dir = check_create(host(Binds=[f"{work}/run:/x"]), policy)
+    allowed = check_create(host(CapAdd=["CAP_SYS_PTRACE"]),
+                           policy_for(work, allowed_capabilities=frozenset({"SYS_PTRACE"})))
+
+    assert escape is not None and f"bind '{work}/escape' is refused" in escape
+    assert socket_dir is not None and "holds the slot's Docker socket" in socket_dir
+    assert allowed is None
+
+
+RUNNER_SOCKET = "/var/run/docker.sock"  # where the runner container sees its slot's socket
+
+
+def socket_mount(source: str, **more: Any) -> dict[str, Any]:
+    return {"Type": "bind", "Source": source, "Target": RUNNER_SOCKET, **more}
+
+
+# (create body, the body forwarded); `{proxy}` is the slot's proxy socket on the host.
+SOCKET_REWRITTEN = [
+    # The runner's `docker create -v "/var/run/docker.sock":"/var/run/docker.sock"`.
+    (host(Binds=[f"{RUNNER_SOCKET}:{RUNNER_SOCKET}", "{work}/data:/data:ro"]),
+     host(Binds=[f"{{proxy}}:{RUNNER_SOCKET}", "{work}/data:/data:ro"])),
+    (host(Binds=["/run/docker.sock:/inner.sock:ro"]), host(Binds=["{proxy}:/inner.sock:ro"])),
+    # `--mount type=bind,source=/var/run/docker.sock,target=…,readonly`.
+    (host(Mounts=[socket_mount(RUNNER_SOCKET, ReadOnly=True)]),
+     host(Mounts=[socket_mount("{proxy}", ReadOnly=True)])),
+    # Every place and spelling the daemon reads a bind from, as check_create reads them.
+    ({"Image": "python", "hostconfig": {"binds": [f"{RUNNER_SOCKET}:/s"]}},
+     {"Image": "python", "hostconfig": {"binds": ["{proxy}:/s"]}}),
+    ({"Image": "python", "Binds": [f"{RUNNER_SOCKET}:/s"]},
+     {"Image": "python", "Binds": ["{proxy}:/s"]}),
+    ({"Image": "python", "HostConfig": {"mounts": [{"type": "bind", "source": RUNNER_SOCKET}]}},
+     {"Image": "python", "HostConfig": {"mounts": [{"type": "bind", "source": "{proxy}"}]}}),
+]
+
+SOCKET_REFUSED = [
+    (host(Binds=[f"{RUNNER_SOCKET}/../x:/x"]), f"bind '{RUNNER_SOCKET}/../x' is refused"),
+    (host(Binds=["/var/run/../run/docker.sock:/s"]), "is refused: only paths inside"),
+    (host(Binds=["//var/run/docker.sock:/s"]), "is refused: only paths inside"),
+    (host(Binds=["/var/run/./docker.sock:/s:ro"]), "is refused: only paths inside"),
+    (host(Mounts=[socket_mount(f"{RUNNER_SOCKET}/")]), "bind mount '/var/run/docker.sock/'"),
+    (host(Binds=["{proxy}:/s"]), "is refused: only paths inside"),  # its host path: no
+    (host(Mounts=[{"Type": "volume", "Target": "/s", "VolumeOptions": {"DriverConfig": {
+        "Options": {"type": "none", "o": "bind", "device": RUNNER_SOCKET}}}}]),
+     "volume mount device '/var/run/docker.sock' is refused"),
+]
+
+
+def with_paths(body: dict[str, Any], work: Path, proxy: Path) -> dict[str, Any]:
+    return json.loads(json.dumps(body).replace("{work}", str(work)).replace("{proxy}", str(proxy)))
+
+
+@pytest.fixture
+def socket_policy(tmp_path: Path) -> SlotPolicy:
+    """A slot whose proxy socket lies beside its work folder, as the service lays them out."""
+    (tmp_path / "work" / "data").mkdir(parents=True)
+    proxy = tmp_path / "proxy" / "docker.sock"
+    return policy_for(tmp_path / "work", protected=frozenset({proxy}), proxy_socket=proxy)
+
+
+@pytest.mark.parametrize(("body", "forwarded"), SOCKET_REWRITTEN)
+def test_the_runners_socket_path_is_rewritten_to_the_slots_proxy_socket(
+    body: dict[str, Any], forwarded: dict[str, Any], socket_policy: SlotPolicy
+) -> None:
+    work, proxy = socket_policy.work_folder, socket_policy.proxy_socket
+    assert proxy is not None
+    body = with_paths(body, work, proxy)
+
+    assert check_create(body, socket_policy) is None
+    assert with_slot_socket(body, socket_policy) == with_paths(forwarded, work, proxy)
+
+
+@pytest.mark.parametrize(("body", "reason"), SOCKET_REFUSED)
+def test_any_other_path_to_a_docker_socket_stays_refused(
+    body: dict[str, Any], reason: str, socket_policy: SlotPolicy
+) -> None:
+    assert socket_policy.proxy_socket is not None
+    body = with_paths(body, socket_policy.work_folder, socket_policy.proxy_socket)
+
+    refused = check_create(body, socket_policy)
+
+    assert refused is not None and reason in refused, refused
+
+
+def test_without_a_proxy_socket_the_runners_socket_path_is_refused(tmp_path: Path) -> None:
+    # A policy that serve() has not completed names no socket to rewrite to.
+    refused = check_create(host(Binds=[f"{RUNNER_SOCKET}:{RUNNER_SOCKET}"]), policy_for(tmp_path))
+
+    assert refused is not None and f"bind '{RUNNER_SOCKET}' is refused" in refused
+
+
+@pytest.mark.parametrize(("check", "body", "reason"), [
+    (check_update, {"Memory": 1 << 30, "CpuShares": 2048, "PidsLimit": -1}, None),
+    (check_update, {"DeviceRequests": [gpu([OTHER_GPU])]}, "DeviceIDs"),
+    (check_update, {"devices": [{"PathOnHost": "/dev/nvidia1"}]}, "HostConfig.Devices"),
+    (check_exec, {"Cmd": ["nvidia-smi"], "User": "root"}, None),
+    (check_exec, {"Cmd": ["sh"], "Privileged": True}, "Privileged is refused"),
+    (check_volume_create, {"Name": "cache"}, None),
+    (check_volume_create, {"DriverOpts": {"type": "tmpfs", "device": "tmpfs"}}, None),
+    (check_volume_create, {"DriverOpts": {"type": "none", "o": "bind", "device": "/"}},
+     "volume device '/' is refused"),
+    (check_volume_create, {"DriverOpts": {"type": "ext4", "device": "/dev/sda1"}},
+     "a volume on device '/dev/sda1' (type 'ext4') is refused"),
+    (check_volume_create, {"Driver": "rexray"}, "volume driver 'rexray' is refused"),
+    (check_network_create, {"Name": "job", "Driver": "bridge"}, None),
+    (check_network_create, {"Name": "lan", "Driver": "macvlan"}, "driver 'macvlan' is refused"),
+])
+def test_the_other_bodies_follow_the_same_rules(
+    check: Any, body: dict[str, Any], reason: str | None, tmp_path: Path
+) -> None:
+    refused = check(body, policy_for(tmp_path))
+
+    assert refused == reason or (reason is not None and refused and reason in refused), refused
+
+
+@pytest.mark.parametrize(("method", "target", "handling", "reason"), [
+    ("GET", "/v1.41/containers/abc/logs?follow=1", Handling.PASS, ""),
+    ("POST", "/v1.41/containers/create?name=x", Handling.INSPECT, ""),
+    ("POST", "/containers/abc/update", Handling.INSPECT, ""),
+    ("GET", "/v1.41/images/127.0.0.1:5055/repo/python@sha256:ab/json", Handling.PASS, ""),
+    ("POST", "/v1.23/containers/abc/start", Handling.REFUSE, "API versions below 1.24"),
+    ("POST", "/v1.41/swarm/init", Handling.REFUSE, "swarm mode is refused"),
+    ("POST", "/v1.41/plugins/pull", Handling.REFUSE, "plugins are refused"),
+    ("POST", "/v1.41/containers/prune", Handling.REFUSE, "prune is refused"),
+    ("POST", "/v1.41/session", Handling.REFUSE, "BuildKit sessions are refused"),
+    ("POST", "/v1.41/build?networkmode=host", Handling.REFUSE, "networkmode 'host'"),
+    ("POST", "/v1.41/containers/abc/../../swarm/init", Handling.REFUSE, "not in its clean form"),
+    ("GET", "/v1.41/secrets", Handling.REFUSE, "swarm mode is refused"),
+    ("POST", "/v1.41/containers/abc/checkpoints", Handling.REFUSE, "not in the proxy's allow"),
+])
+def test_routes(method: str, target: str, handling: Handling, reason: str) -> None:
+    decision = route(method, target).decision
+
+    assert decision.handling is handling
+    assert reason in decision.reason
+
+
+def test_what_a_request_names_and_how_listings_are_narrowed() -> None:
+    body = host(VolumesFrom=["other:ro"], PidMode="container:pid-peer", NetworkMode="bridge")
+    policy = SlotPolicy(gpu_uuid=SLOT_GPU, work_folder=Path("/work"))
+
+    listing = scoped('/containers/json?all=1&filters={"label":["a=b"]}', policy)
+    events = scoped('/events?filters={"label":{"a=b":true}}', policy)
+
+    assert referenced_containers(body) == ["other", "pid-peer"]
+    assert referenced_containers({"Container": "peer"}) == ["peer"]
+    assert route("POST", "/v1.41/exec/e1/start").exec_id == "e1"
+    assert route("POST", "/v1.41/commit?container=c9&repo=x").container == "c9"
+    assert parse_qs(urlsplit(listing).query)["all"] == ["1"]
+    assert json.loads(parse_qs(urlsplit(listing).query)["filters"][0]) == {
+        "label": ["a=b", f"{SLOT_LABEL}={SLOT_GPU}"]}
+    assert json.loads(parse_qs(urlsplit(events).query)["filters"][0]) == {
+        "label": {"a=b": True, f"{SLOT_LABEL}={SLOT_GPU}": True}}
+
+
+@pytest.fixture
+def proxy(docker_client: docker.DockerClient, tmp_path: Path) -> Iterator[RunningProxy]:
+    """A proxy for a slot whose work folder is this test's tmp_path (the workspace is in it)."""
+    running = RunningProxy(policy_for(tmp_path), DAEMON_SOCKET)
+    yield running
+    running.stop()
+
+
+def test_a_daemon_that_is_down_is_a_502_naming_its_socket(tmp_path: Path) -> None:
+    running = RunningProxy(policy_for(tmp_path), upstream=tmp_path / "no-daemon.sock")
+    try:
+        connection = running.connection()
+        connection.request("GET", "/v1.41/version")
+        response = connection.getresponse()
+        answer = json.loads(response.read())
+    finally:
+        running.stop()
+
+    assert response.status == 502
+    assert answer == {"message": "repro-gate docker proxy: cannot reach the Docker daemon at"
+                                 f" {tmp_path}/no-daemon.sock: No such file or directory"}
+
+
+def run_python(
+    client: docker.DockerClient, image: str, gate: str, code: str, **options: Any
+) -> Any:
+    # No network unless a test asks: none needs one.
+    return client.containers.run(image, ["python", "-c", code], detach=True,
+                                 labels={TEST_LABEL: gate}, **{"network_mode": "none", **options})
+
+
+@pytest.mark.docker
+def test_a_container_runs_and_its_logs_stream_through_the_proxy(
+    proxy: RunningProxy, python_image: PinnedImage, gate_containers: GateContainers,
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "input.txt").write_text("from the work folder\n")
+    code = ("import time\nfor i in range(3):\n print('line', i, flush=True); time.sleep(0.3)\n"
+            "print(open('/data/input.txt').read(), end='')")
+    container = run_python(proxy.client, python_image.reference, gate_containers.gate, code,
+                           volumes={str(tmp_path / "data"): {"bind": "/data", "mode": "ro"}})
+
+    streamed = b"".join(container.logs(stream=True, follow=True)).decode()
+    status = container.wait(timeout=60)
+    container.remove()
+
+    assert streamed.splitlines() == ["line 0", "line 1", "line 2", "from the work folder"]
+    assert status["StatusCode"] == 0
+    assert gate_containers.list() == []
+
+
+@pytest.mark.docker
+def test_exec_and_attach_hijack_the_connection_both_ways(
+    proxy: RunningProxy, python_image: PinnedImage, gate_containers: GateContainers
+) -> None:
+    upper = "import sys\nfor line in sys.stdin:\n print(line.upper(), end='', flush=True)"
+    container = run_python(proxy.client, python_image.reference, gate_containers.gate, upper,
+                           stdin_open=True)
+    try:
+        executed = container.exec_run(["python", "-c", "print('from exec')"])
+        sock = proxy.client.api.attach_socket(
+            container.id, params={"stdin": 1, "stdout": 1, "stream": 1})
+        sock._sock.sendall(b"hello through the proxy\n")
+        stream, payload = next(frames_iter(sock, tty=False))
+        sock._sock.close()
+    finally:
+        container.remove(force=True)
+
+    assert executed.exit_code == 0 and executed.output == b"from exec\n"
+    assert (stream, payload) == (1, b"HELLO THROUGH THE PROXY\n")
+
+
+def refusal_of(
+    proxy: RunningProxy, image: str, gate: str, **options: Any
+) -> docker.errors.APIError:
+    with pytest.raises(docker.errors.APIError) as caught:
+        run_python(proxy.client, image, gate, "print('never')", **options)
+    return caught.value
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(("options", "reason"), [
+    ({"device_requests": [docker.types.DeviceRequest(device_ids=[OTHER_GPU],
+                                                      capabilities=[["gpu"]])]},
+     f"DeviceRequests: DeviceIDs ['{OTHER_GPU}'] is refused; this slot may use only"
+     f" ['{SLOT_GPU}']"),
+    ({"device_requests": [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])]},
+     "DeviceRequests: Count -1 is refused"),
+    ({"privileged": True}, "Privileged is refused"),
+    ({"volumes": {"/etc": {"bind": "/host-etc", "mode": "ro"}}}, "bind '/etc' is refused"),
+    ({"network_mode": "host"}, "HostConfig.NetworkMode 'host' is refused"),
+])
+def test_the_daemon_never_sees_a_refused_create(
+    options: dict[str, Any], reason: str, proxy: RunningProxy, python_image: PinnedImage,
+    gate_containers: GateContainers,
+) -> None:
+    error = refusal_of(proxy, python_image.reference, gate_containers.gate, **options)
+
+    assert error.status_code == 403
+    assert f"repro-gate docker proxy: {reason}" in str(error.explanation)
+    assert gate_containers.list() == []
+
+
+@pytest.mark.docker
+def test_containers_of_other_slots_are_out_of_reach(
+    proxy: RunningProxy, python_image: PinnedImage, gate_containers: GateContainers,
+    docker_client: docker.DockerClient,
+) -> None:
+    sleep = "import time; time.sleep(120)"
+    # Another slot's runner, say: created on the daemon's own socket, so without this label.
+    foreign = run_python(docker_client, python_image.reference, gate_containers.gate, sleep)
+    own = run_python(proxy.client, python_image.reference, gate_containers.gate, sleep)
+
+    def refused(action: Any) -> str:
+        with pytest.raises(docker.errors.APIError) as caught:
+            action()
+        assert caught.value.status_code == 403
+        return str(caught.value.explanation)
+
+    inspect = refused(lambda: proxy.client.containers.get(foreign.id))
+    exec_into = refused(lambda: proxy.client.api.exec_create(foreign.id, ["true"]))
+    volumes_from = refused(lambda: run_python(
+        proxy.client, python_image.reference, gate_containers.gate, "0", volumes_from=[foreign.id]))
+    listed = {c.id: c.labels.get(SLOT_LABEL) for c in proxy.client.containers.list(all=True)}
+    mine = proxy.client.containers.get(own.id)
+    for container in (own, foreign):
+        container.remove(force=True)
+
+    assert f"container '{foreign.id}' is not one of this slot's" in inspect
+    assert "is not one of this slot's" in exec_into and "is not one of this slot's" in volumes_from
+    # Only the slot's containers (an interrupted earlier run may have left one of its own).
+    assert own.id in listed and foreign.id not in listed and set(listed.values()) == {SLOT_GPU}
+    assert mine.labels[SLOT_LABEL] == SLOT_GPU
+
+
+@pytest.mark.docker
+def test_the_slots_own_gpu_reaches_the_daemon(
+    proxy: RunningProxy, python_image: PinnedImage, gate_containers: GateContainers
+) -> None:
+    own = docker.types.DeviceRequest(device_ids=[SLOT_GPU], capabilities=[["gpu"]])
+
+    error = refusal_of(proxy, python_image.reference, gate_containers.gate,
+                       device_requests=[own])
+
+    # The daemon's own answer (this host has no NVIDIA runtime), not the proxy's 403.
+    assert error.status_code != 403
+    assert "could not select device driver" in str(error.explanation)
+    assert "repro-gate docker proxy" not in str(error.explanation)
+    (created,) = gate_containers.list()
+    assert created.attrs["HostConfig"]["DeviceRequests"][0]["DeviceIDs"] == [SLOT_GPU]
+
+
+# Run inside a container action: ask the Docker socket at each path for another slot's GPU.
+ASK_FOR_ANOTHER_GPU = f"""
+import http.client, json, socket
+class Unix(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(self.host)
+body = {{"Image": "x", "HostConfig": {{"DeviceRequests": [
+    {{"Count": 0, "DeviceIDs": ["{OTHER_GPU}"], "Capabilities": [["gpu"]]}}]}}}}
+for path in ("{RUNNER_SOCKET}", "/opt/slot.sock"):
+    connection = Unix(path)
+    connection.request("POST", "/v1.41/containers/create", json.dumps(body),
+                       {{"Content-Type": "application/json"}})
+    answer = connection.getresponse()
+    print(json.dumps([path, answer.status, json.loads(answer.read())["message"]]))
+"""
+
+
+@pytest.mark.docker
+def test_a_container_action_gets_the_slots_proxy_socket_one_level_down(
+    proxy: RunningProxy, python_image: PinnedImage, gate_containers: GateContainers
+) -> None:
+    # As the runner starts a container action: its own socket path, in both forms.
+    action = run_python(
+        proxy.client, python_image.reference, gate_containers.gate, ASK_FOR_ANOTHER_GPU,
+        volumes={RUNNER_SOCKET: {"bind": RUNNER_SOCKET, "mode": "rw"}},
+        mounts=[docker.types.Mount("/opt/slot.sock", "/run/docker.sock", type="bind",
+                                   read_only=True)])
+    status = action.wait(timeout=60)
+    output = action.logs().decode()
+    answers = [json.loads(line) for line in output.splitlines() if line.startswith("[")]
+    action.reload()
+    mounts = {mount["Destination"]: (mount["Source"], mount["RW"])
+              for mount in action.attrs["Mounts"]}
+    action.remove()
+
+    assert mounts == {RUNNER_SOCKET: (str(proxy.socket), True),
+                      "/opt/slot.sock": (str(proxy.socket), False)}
+    refusal = (f"repro-gate docker proxy: DeviceRequests: DeviceIDs ['{OTHER_GPU}'] is refused;"
+               f" this slot may use only ['{SLOT_GPU}']")
+    assert answers == [[RUNNER_SOCKET, 403, refusal], ["/opt/slot.sock", 403, refusal]], output
+    assert status["StatusCode"] == 0
+    assert gate_containers.list() == []
+
+
+@pytest.mark.docker
+def test_bad_bodies_are_refused_and_the_connection_carries_on(proxy: RunningProxy) -> None:
+    connection = proxy.connection()
+
+    def exchange(method: str, path: str, body: Any = None, **headers: str) -> tuple[int, dict]:
+        connection.request(method, path, body=body, headers=headers,
+                           encode_chunked=not isinstance(body, bytes | None))
+        response = connection.getresponse()
+        return response.status, json.loads(response.read() or b"{}")
+
+    malformed = exchange("POST", "/v1.41/containers/create", b"{not json",
+                         **{"Content-Type": "application/json"})
+    chunked = exchange("POST", "/v1.41/containers/create",
+                       iter([b'{"Image": "x", "HostConfig": ', b'{"Privileged": true}}']),
+                       **{"Content-Type": "application/json"})
+    lowercase = exchange("POST", "/v1.41/containers/create",
+                         b'{"Image": "x", "hostconfig": {"privileged": true}}')
+    top_level = exchange("POST", "/v1.41/containers/create", b'{"Image": "x", "Privileged": true}')
+    version = exchange("GET", "/v1.41/version")
+    swarm = exchange("POST", "/v1.41/swarm/init", b'{"ListenAddr": "0.0.0.0"}')
+    connection.close()
+
+    assert malformed[0] == 400 and "malformed JSON body" in malformed[1]["message"]
+    assert chunked == (403, {"message": "repro-gate docker proxy: Privileged is refused:"
+                                        " a privileged container sees every device of the host"})
+    assert lowercase == top_level == chunked
+    assert swarm[0] == 403 and "swarm mode is refused" in swarm[1]["message"]
+    assert version[0] == 200 and version[1]["ApiVersion"]
+
+
+@pytest.mark.docker
+def test_a_body_over_the_limit_is_refused_before_it_is_read(proxy: RunningProxy) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(proxy.socket))
+        sock.sendall(b"POST /v1.41/containers/create HTTP/1.1\r\nHost: docker\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 5242880\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+
+    assert answer.startswith(b"HTTP/1.1 413 ")
+    assert b"request body over 4 MiB" in answer
+
+
+@pytest.mark.docker
+def test_cancelling_serve_closes_open_streams_and_removes_the_socket(
+    docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    running = RunningProxy(policy_for(tmp_path), DAEMON_SOCKET)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(running.socket))
+        sock.sendall(b"GET /v1.41/events HTTP/1.1\r\nHost: docker\r\n\r\n")
+        sock.settimeout(10)
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200 ")  # an endless stream is open
+
+        running.stop()
+        rest = sock.recv(65536)
+
+    assert not running.thread.is_alive() and running.ended.is_set()
+    assert rest == b""
+    assert not running.socket.exists()
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_gate_runs_a_tiny_training_through_the_proxy(
+    proxy: RunningProxy, torch_image: PinnedImage, gate_containers: GateContainers,
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As in a runner container: the gate is installed inside the work folder, so the probe
+    # it mounts into the training is too, and DOCKER_HOST names the slot's proxy.
+    installed = tmp_path / "gate-install"
+    shutil.copytree(Path(repro_gate.__file__).parent, installed / "repro_gate",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(TRAININGS / "tiny.py", workspace / "tiny.py")
+    shutil.copy(TRAININGS / "deterministic.py", workspace / "train.py")
+    monkeypatch.setenv("PYTHONPATH", str(installed))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{proxy.socket}")
+
+    result = check(workspace, "--name", gate_containers.gate, "--image", torch_image.reference,
+                   "--gpus", "none", "--no-cost", "--no-noise-floor", "--timeout", "180",
+                   "--", "python", "train.py")
+
+    assert result.exit_code == 0, result.stdout + result.stderr
+    manifest = result.manifest
+    assert manifest["verdict"] == "pass"
+    assert [(run["name"], run["launcher"]) for run in manifest["runs"]] == [
+        ("A", "docker"), ("B", "docker")]
+    assert manifest["comparison"]["trajectory"]["status"] == "equal"
+    assert gate_containers.list() == []
+
+
+@pytest.mark.docker
+def test_the_gate_names_the_proxys_refusal_in_one_line(
+    proxy: RunningProxy, python_image: PinnedImage, gate_containers: GateContainers,
+    workspace: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Run from its own checkout, the gate mounts its probe from outside the slot's work folder.
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{proxy.socket}")
+
+    result = check(workspace, "--name", gate_containers.gate, "--image", python_image.reference,
+                   "--gpus", "none", "--no-cost", "--no-noise-floor", "--timeout", "60",
+                   "--", "python", "-V")
+
+    assert result.exit_code == 2
+    message = result.manifest["reasons"][0]["message"]
+    assert message.startswith("cannot create the container for run A: repro-gate docker proxy:")
+    assert "is refused: only paths inside the slot's work folder" in message
+    assert "\n" not in message

@@ -1,0 +1,1 @@
+"""Fakes, servers and fixtures shared by the test folders."""

@@ -1,5 +1,0 @@
-"""Fixtures of the metrics tests: real Pushgateway and Prometheus servers."""
-
-from metrics_servers import prometheus, pushgateway
-
-__all__ = ["prometheus", "pushgateway"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from repro_gate.compare import compare_artifact, sha256_file, tolerance_for
 from repro_gate.compare.fields import patterns_for
-from repro_gate.compare.trajectory import compare_ranks, divergence_order
+from repro_gate.compare.trajectory import TrajectoryComparison, compare_ranks, divergence_order
 from repro_gate.config import CompareConfig, ToleranceConfig
 from repro_gate.errors import ErrorKind, GateError
 
@@ -83,7 +83,7 @@ def check_something_compared(comparison: dict[str, Any]) -> None:
         )
 
 
-def _merge_trajectory(comparison: dict[str, Any], trajectory: dict[str, Any]) -> None:
+def _merge_trajectory(comparison: dict[str, Any], trajectory: TrajectoryComparison) -> None:
     current = comparison["trajectory"]
     compared = trajectory["steps_compared"]
     first_pair = current["status"] == "not_recorded"
@@ -101,6 +101,7 @@ def _compare_artifacts(
 ) -> list[dict[str, Any]]:
     results = []
     for rel in sorted(a.paths() | b.paths()):
+        item: dict[str, Any]
         if b.stopped is not None:
             item = {"path": rel, "kind": "bytes", "status": "not_compared",
                     "note": f"run {b.name} was stopped at its first divergent step (fail-fast)"}

@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
@@ -203,7 +203,7 @@ def compare_numbers(a: float, b: float, tolerance: Tolerance | None) -> tuple[st
     return DIFFERENT, finite_diff
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     """True for int and float, not bool (True is not 1 in a metric file)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

@@ -6,23 +6,26 @@ other run (`compare_ranks`).
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 from repro_gate.compare.cause import cause_rank, classify, differing
 
 Trajectory = list[dict[str, Any]]
 
 
-class FirstDivergence(TypedDict):
+class _DivergenceAt(TypedDict):
     step: int
     parameters: list[str]
     loss_differs: bool | None
     rank: int
     runs: list[str]
     cause: str
-    initial_parameters: NotRequired[list[str]]
-    gradients: NotRequired[list[str]]
-    note: NotRequired[str]
+
+
+class FirstDivergence(_DivergenceAt, total=False):
+    initial_parameters: list[str]
+    gradients: list[str]
+    note: str
 
 
 class TrajectoryComparison(TypedDict):
@@ -100,5 +103,5 @@ def _divergence_at(
         "step": int(a["step"]), "parameters": parameters, "loss_differs": loss_differs,
         "rank": rank, "runs": list(runs), "cause": "unknown",
     }
-    divergence.update(classify(a, b))  # type: ignore[typeddict-item]
+    divergence.update(classify(a, b))
     return divergence

@@ -149,7 +149,7 @@ def _in_process_summary(in_process: dict[str, dict[str, Any] | None], source: st
                         ) -> dict[str, Any]:
     runs = deterministic_runs(in_process)
     dataloaders: dict[tuple[Any, Any], dict[str, Any]] = {}
-    errors = []
+    errors: list[str] = []
     for name, data in sorted(in_process.items()):
         if not isinstance(data, dict):
             continue

@@ -128,7 +128,7 @@ def _artifact_detail(artifact: Mapping[str, Any]) -> str:
     if tensors:
         differing = [t for t in tensors if t.get("status") not in ("equal", "within_tolerance")]
         text = f"{len(differing)} of {len(tensors)} tensors differ"
-        worst = [t.get("max_abs_diff") for t in differing if is_number(t.get("max_abs_diff"))]
+        worst = [diff for t in differing if is_number(diff := t.get("max_abs_diff"))]
         if worst:
             text += f", max abs diff {max(worst):.3g}"
         return text

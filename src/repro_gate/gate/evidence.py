@@ -19,6 +19,7 @@ from typing import Any
 
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate.runs import RunRecord
+from repro_gate.gate.verdict import Reason, reason
 from repro_gate.render.observed import limitation
 
 PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*(\.exe)?", re.IGNORECASE)
@@ -85,12 +86,12 @@ def check(evidence: Evidence | None, comparison: dict[str, Any]) -> None:
     )
 
 
-def qualify(reasons: list[dict[str, str]], evidence: Evidence | None) -> list[dict[str, str]]:
+def qualify(reasons: list[Reason], evidence: Evidence | None) -> list[Reason]:
     """The verdict's reasons, the first saying when they rest on the artifacts only."""
     words = limitation(evidence.to_manifest() if evidence else None)
     if not words or not reasons:
         return reasons
-    first = {**reasons[0], "message": f"{reasons[0]['message']} ({words})"}
+    first = reason(reasons[0]["code"], f"{reasons[0]['message']} ({words})")
     return [first, *reasons[1:]]
 
 

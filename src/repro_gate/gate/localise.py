@@ -53,6 +53,7 @@ def localise(
         return
     step, rank = int(divergence["step"]), int(divergence.get("rank") or 0)
     name = RUN_NAME if all(r.name != RUN_NAME for r in state.records) else SPARE_RUN_NAME
+    found: dict[str, Any]
     try:
         spec = runs.build_spec(config, launcher, name, "deterministic", max_steps=step)
         spec.env[probe.ENV_LOCALISE_STEP] = str(step)

@@ -94,7 +94,7 @@ def outputs_for(document: Mapping[str, Any], path: Path | None) -> dict[str, str
     }
 
 
-def annotations(document: Mapping[str, Any]) -> list[str]:
+def changed_annotations(document: Mapping[str, Any]) -> list[str]:
     """An `::error` on the step when the numerics changed: the title says which package."""
     if document.get("verdict") != "changed":
         return []
@@ -113,7 +113,7 @@ def publish_to_actions(
     steps: tuple[Callable[[], object], ...] = (
         lambda: actions.set_outputs(outputs_for(document, path), environ),
         lambda: actions.write_summary(report(document), environ),
-        lambda: [actions.emit(line, stream) for line in annotations(document)],
+        lambda: actions.emit_all(changed_annotations(document), stream),
     )
     for step in steps:
         try:

@@ -26,7 +26,7 @@ from repro_gate.config import ReportConfig
 from repro_gate.errors import GitHubError, one_line
 from repro_gate.publish.github import checks, comments, statuses
 from repro_gate.publish.github.client import DEFAULT_API_URL, GitHubClient, RetryPolicy
-from repro_gate.publish.github.event import EventContext, context_from_environment
+from repro_gate.publish.github.event import Commit, EventContext, context_from_environment
 from repro_gate.render import markdown
 
 FALLBACK_IDENTITY = "github-actions[bot]"
@@ -159,15 +159,15 @@ class GitHubReporter:
         """Create the `in_progress` check run (and a pending status when always on)."""
         if not self.active or self.context is None or self.context.fork:
             return
-        client, context = self._client_and_context()
+        client, context, commit = self._client_and_context()
         client.reset_budget()
         if self.settings.check_run:
             try:
                 self._check_run = checks.create_check_run(
                     client,
-                    context.repository,
+                    commit.repository,
                     name=self.name,
-                    head_sha=context.sha,
+                    head_sha=commit.sha,
                     details_url=context.run_url,
                 )
             except GitHubError as error:
@@ -177,8 +177,8 @@ class GitHubReporter:
             try:
                 statuses.post_status(
                     client,
-                    context.repository,
-                    context.sha,
+                    commit.repository,
+                    commit.sha,
                     state="pending",
                     context=self.name,
                     description="reproducibility runs in progress",
@@ -201,7 +201,7 @@ class GitHubReporter:
             return section
 
     def _finish(self, manifest: Mapping[str, Any]) -> dict:
-        client, context = self._client_and_context()
+        client, context, _ = self._client_and_context()
         client.reset_budget()
         section = self._section()
         if context.fork:
@@ -247,7 +247,7 @@ class GitHubReporter:
         self, manifest: Mapping[str, Any], section: dict, refused: list[str]
     ) -> tuple[bool, bool]:
         """Complete (or create) the check run; returns (written, unavailable)."""
-        client, context = self._client_and_context()
+        client, context, commit = self._client_and_context()
         rendering = self.rendering
         annotations, _ = checks.annotations_for_ops(rendering.ops(manifest), context.workspace)
         output = {"title": rendering.title(manifest), "summary": rendering.summary(manifest)}
@@ -263,7 +263,7 @@ class GitHubReporter:
             if self._check_run is not None:
                 run = checks.complete_check_run(
                     client,
-                    context.repository,
+                    commit.repository,
                     self._check_run.id,
                     conclusion=conclusion,
                     output=output,
@@ -272,9 +272,9 @@ class GitHubReporter:
             else:
                 run = checks.create_check_run(
                     client,
-                    context.repository,
+                    commit.repository,
                     name=self.name,
-                    head_sha=context.sha,
+                    head_sha=commit.sha,
                     details_url=context.run_url,
                     status="completed",
                     conclusion=conclusion,
@@ -299,13 +299,13 @@ class GitHubReporter:
         self, manifest: Mapping[str, Any], section: dict, refused: list[str]
     ) -> str | None:
         """Post the commit status; returns the creator's login, or None when it failed."""
-        client, context = self._client_and_context()
+        client, context, commit = self._client_and_context()
         state = statuses.STATES.get(self.rendering.verdict(manifest), "error")
         try:
             status = statuses.post_status(
                 client,
-                context.repository,
-                context.sha,
+                commit.repository,
+                commit.sha,
                 state=state,
                 context=self.name,
                 description=self.rendering.title(manifest),
@@ -323,7 +323,7 @@ class GitHubReporter:
         self, manifest: Mapping[str, Any], section: dict, identity: str, refused: list[str]
     ) -> bool:
         """Create or update the sticky comment; returns whether it was written."""
-        client, context = self._client_and_context()
+        client, context, commit = self._client_and_context()
         if not self.settings.comment:
             section["comment"] = {"outcome": "disabled"}
             return False
@@ -333,7 +333,7 @@ class GitHubReporter:
         try:
             result = comments.upsert_sticky_comment(
                 client,
-                context.repository,
+                commit.repository,
                 context.pull_request,
                 marker=self.rendering.marker(self.gate),
                 body=self.rendering.comment({**manifest, "gate": self.gate}),
@@ -375,11 +375,11 @@ class GitHubReporter:
             section[channel] = {"outcome": "deferred", "reason": reason}
         return section
 
-    def _client_and_context(self) -> tuple[GitHubClient, EventContext]:
+    def _client_and_context(self) -> tuple[GitHubClient, EventContext, Commit]:
         # Only called while active, which needs a client and a context with repository and SHA.
         assert self.client is not None and self.context is not None
         assert self.context.repository and self.context.sha
-        return self.client, self.context
+        return self.client, self.context, Commit(self.context.repository, self.context.sha)
 
 
 def _record_failure(

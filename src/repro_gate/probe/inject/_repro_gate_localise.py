@@ -176,13 +176,14 @@ class Localiser:
         root = stack[0].module if stack else module
         try:
             if call.start is not None:  # a checked call
-                self._check(call, root, args, kwargs, output)
+                self._check(call, call.start, root, args, kwargs, output)
         except Exception as error:
             self._note(f"{self._describe(root, module)}: not checked: {error!r}")
         if not stack:  # an outermost call ended: what is known so far is written
             self._write()
 
-    def _check(self, call: _Call, root: Any, args: Any, kwargs: Any, output: Any) -> None:
+    def _check(self, call: _Call, start: ModuleState, root: Any, args: Any, kwargs: Any,
+               output: Any) -> None:
         from _repro_gate_digest import digest_tensors
 
         torch = self._torch
@@ -198,7 +199,7 @@ class Localiser:
         after = capture_rng(torch)
         self._local.busy = True  # these hooks too stay out of the second execution
         try:
-            again = run_again(torch, call.module, call.inputs, kwargs_saved, call.rng, call.start)
+            again = run_again(torch, call.module, call.inputs, kwargs_saved, call.rng, start)
             again_digests = digest_tensors(tensors_in(torch, again))
         finally:
             self._local.busy = False

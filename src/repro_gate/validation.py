@@ -48,7 +48,8 @@ def _registry() -> Registry:
 
 def load(name: str) -> dict[str, Any]:
     """Return the schema called `name` (`config`, `manifest`, ...), `$id` set to its file name."""
-    return _registry().contents(name + SUFFIX)
+    schema: dict[str, Any] = _registry().contents(name + SUFFIX)
+    return schema
 
 
 def errors(name: str, instance: Any) -> list[str]:
@@ -91,7 +92,7 @@ def describe_error(error: jsonschema.ValidationError) -> str:
 def rule(schema: Mapping[str, Any]) -> str:
     """Describe in words what a (sub)schema accepts."""
     if "x-rule" in schema:
-        return schema["x-rule"]
+        return str(schema["x-rule"])
     for combinator in ("oneOf", "anyOf"):
         if combinator in schema:
             return " or ".join(rule(option) for option in schema[combinator])

@@ -101,7 +101,6 @@ def _divergence_at(
         return None
     divergence: FirstDivergence = {
         "step": int(a["step"]), "parameters": parameters, "loss_differs": loss_differs,
-        "rank": rank, "runs": list(runs), "cause": "unknown",
+        "rank": rank, "runs": list(runs), "cause": "unknown", **classify(a, b),
     }
-    divergence.update(classify(a, b))
     return divergence

@@ -24,7 +24,8 @@ def deterministic_runs(in_process: dict[str, dict[str, Any] | None]) -> dict[str
     }
 
 
-def pick_source(in_process: dict[str, dict[str, Any] | None]) -> tuple[str | None, dict | None]:
+def pick_source(in_process: dict[str, dict[str, Any] | None]
+                ) -> tuple[str | None, dict[str, Any] | None]:
     """The run whose in-process facts describe the environment: the first deterministic one."""
     runs = deterministic_runs(in_process)
     if runs:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -229,7 +229,7 @@ def publish(
     if not in_actions(env):
         return
     path = manifest_path if manifest_path is not None else default_manifest_path(manifest)
-    steps = (
+    steps: tuple[Callable[[], object], ...] = (
         lambda: set_outputs(outputs_for(manifest, path), env),
         lambda: write_summary(summary_markdown(manifest), env),
         lambda: emit_all(_annotations(manifest, workspace_root(env)), stream),

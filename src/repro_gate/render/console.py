@@ -69,7 +69,7 @@ def _compared(comparison: dict[str, Any]) -> list[str]:
 
 
 def _artifact_summary(item: dict[str, Any]) -> str:
-    status = item["status"].replace("_", " ")
+    status = str(item["status"]).replace("_", " ")
     tensors = [t for t in item.get("tensors", []) if t["status"] != "equal"]
     if tensors:
         worst = tensors[0]

@@ -38,7 +38,7 @@ def _gate_verdict(manifest: Mapping[str, Any]) -> str:
     return str(manifest.get("verdict"))
 
 
-def _gate_ops(manifest: Mapping[str, Any]) -> list:
+def _gate_ops(manifest: Mapping[str, Any]) -> list[Any]:
     return list(manifest.get("nondeterministic_ops") or [])
 
 
@@ -54,7 +54,7 @@ class Rendering:
     details: Render | None = markdown.details_markdown  # the check run's `text`; None: none
     comment: Render = markdown.comment_markdown  # the comment's body, marker included
     verdict: Render = _gate_verdict  # pass, fail or error: the conclusion and status state
-    ops: Callable[[Mapping[str, Any]], list] = _gate_ops  # annotated on the check run
+    ops: Callable[[Mapping[str, Any]], list[Any]] = _gate_ops  # annotated on the check run
 
 
 GATE_RENDERING = Rendering()
@@ -187,7 +187,7 @@ class GitHubReporter:
             except GitHubError as error:
                 _log(f"pending status not posted: {error}")
 
-    def finished(self, manifest: dict) -> dict:
+    def finished(self, manifest: dict[str, Any]) -> dict[str, Any]:
         """Post everything for the finished run; return the manifest's `reporting` section."""
         if not self.active:
             return {"active": False, "ok": True, "reason": self.inactive_reason or "inactive"}
@@ -200,7 +200,7 @@ class GitHubReporter:
             section["errors"].append(one_line(f"unexpected {type(error).__name__}: {error}", 500))
             return section
 
-    def _finish(self, manifest: Mapping[str, Any]) -> dict:
+    def _finish(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
         client, context, _ = self._client_and_context()
         client.reset_budget()
         section = self._section()
@@ -244,7 +244,7 @@ class GitHubReporter:
         return section
 
     def _post_check_run(
-        self, manifest: Mapping[str, Any], section: dict, refused: list[str]
+        self, manifest: Mapping[str, Any], section: dict[str, Any], refused: list[str]
     ) -> tuple[bool, bool]:
         """Complete (or create) the check run; returns (written, unavailable)."""
         client, context, commit = self._client_and_context()
@@ -296,7 +296,7 @@ class GitHubReporter:
         return True, False
 
     def _post_status(
-        self, manifest: Mapping[str, Any], section: dict, refused: list[str]
+        self, manifest: Mapping[str, Any], section: dict[str, Any], refused: list[str]
     ) -> str | None:
         """Post the commit status; returns the creator's login, or None when it failed."""
         client, context, commit = self._client_and_context()
@@ -320,7 +320,8 @@ class GitHubReporter:
         return status.creator or FALLBACK_IDENTITY
 
     def _post_comment(
-        self, manifest: Mapping[str, Any], section: dict, identity: str, refused: list[str]
+        self, manifest: Mapping[str, Any], section: dict[str, Any], identity: str,
+        refused: list[str],
     ) -> bool:
         """Create or update the sticky comment; returns whether it was written."""
         client, context, commit = self._client_and_context()
@@ -350,7 +351,7 @@ class GitHubReporter:
             return f"{self._check_run.app_slug}[bot]"
         return status_creator or FALLBACK_IDENTITY
 
-    def _section(self) -> dict:
+    def _section(self) -> dict[str, Any]:
         context = self.context
         return {
             "active": True,
@@ -367,7 +368,7 @@ class GitHubReporter:
             "errors": [],
         }
 
-    def _deferred(self, section: dict, reason: str) -> dict:
+    def _deferred(self, section: dict[str, Any], reason: str) -> dict[str, Any]:
         _log(f"results not posted: {reason}; the trusted workflow_run job will post them")
         section.update(deferred=True, ok=True, reason=reason)
         section["errors"] = []
@@ -383,7 +384,7 @@ class GitHubReporter:
 
 
 def _record_failure(
-    section: dict, key: str, label: str, failure: GitHubError, refused: list[str],
+    section: dict[str, Any], key: str, label: str, failure: GitHubError, refused: list[str],
     outcome: str = "failed",
 ) -> None:
     """Record a write that GitHub refused or that failed, in the section and the log."""

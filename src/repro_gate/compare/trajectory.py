@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from repro_gate.compare.cause import cause_rank, classify, differing
+from repro_gate.compare.status import Status
 
 Trajectory = list[dict[str, Any]]
 
@@ -30,7 +31,7 @@ class FirstDivergence(_DivergenceAt, total=False):
 
 class TrajectoryComparison(TypedDict):
     steps_compared: int
-    status: str  # equal | different | not_recorded | length_differs
+    status: Status  # equal | different | not_recorded | length_differs
     steps: dict[str, int]
     first_divergence: FirstDivergence | None
 
@@ -47,9 +48,9 @@ def compare_ranks(
     results = [compare_trajectories(a.get(r, []), b.get(r, []), runs, rank=r) for r in ranks]
     divergences = [r["first_divergence"] for r in results if r["first_divergence"] is not None]
     statuses = {r["status"] for r in results}
-    status = "length_differs"
-    if "different" in statuses:
-        status = "different"
+    status = Status.LENGTH_DIFFERS
+    if Status.DIFFERENT in statuses:
+        status = Status.DIFFERENT
     elif len(statuses) == 1:
         status = statuses.pop()
     return {
@@ -74,7 +75,7 @@ def compare_trajectories(
     """
     steps = {runs[0]: len(a), runs[1]: len(b)}
     if not a and not b:
-        return {"steps_compared": 0, "status": "not_recorded", "steps": steps,
+        return {"steps_compared": 0, "status": Status.NOT_RECORDED, "steps": steps,
                 "first_divergence": None}
     by_step_b = {entry["step"]: entry for entry in b}
     compared = 0
@@ -85,9 +86,9 @@ def compare_trajectories(
         compared += 1
         divergence = _divergence_at(entry_a, entry_b, runs, rank)
         if divergence is not None:
-            return {"steps_compared": compared, "status": "different", "steps": steps,
+            return {"steps_compared": compared, "status": Status.DIFFERENT, "steps": steps,
                     "first_divergence": divergence}
-    status = "equal" if len(a) == len(b) else "length_differs"
+    status = Status.EQUAL if len(a) == len(b) else Status.LENGTH_DIFFERS
     return {"steps_compared": compared, "status": status, "steps": steps, "first_divergence": None}
 
 

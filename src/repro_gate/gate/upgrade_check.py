@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate.compare.runs import compare_runs
+from repro_gate.compare.status import Numerics
 from repro_gate.config import Config, ToleranceConfig
 from repro_gate.errors import (
     EXIT_ERROR,
@@ -59,7 +60,7 @@ from repro_gate.gate.upgrade_state import Role, UpgradeState
 from repro_gate.launch import cancel
 from repro_gate.launch.base import Launcher
 from repro_gate.manifest.store import write_text_atomic
-from repro_gate.manifest.upgrade import UPGRADE_FILE, write_upgrade
+from repro_gate.manifest.upgrade import UPGRADE_FILE, UpgradeVerdict, write_upgrade
 from repro_gate.publish import Publisher
 from repro_gate.render import markdown_upgrade
 from repro_gate.upgrade import (
@@ -74,8 +75,8 @@ from repro_gate.upgrade import (
 )
 from repro_gate.upgrade.culprits import find_culprits
 
-EXIT_CODES = {"same": EXIT_PASS, "changed": EXIT_FAIL, "not_reproducible": EXIT_FAIL,
-              "error": EXIT_ERROR}
+EXIT_CODES = {UpgradeVerdict.SAME: EXIT_PASS, UpgradeVerdict.CHANGED: EXIT_FAIL,
+              UpgradeVerdict.NOT_REPRODUCIBLE: EXIT_FAIL, UpgradeVerdict.ERROR: EXIT_ERROR}
 UPGRADE_MARKDOWN = "upgrade.md"
 UPGRADE_SUBDIR = "upgrade"  # in the output directory: both gates, the trials, the candidate
 
@@ -171,7 +172,7 @@ def _check(config: Config, options: UpgradeOptions, open_launcher: LauncherFacto
     if not reproducible(state.gates["candidate"].manifest):
         return
     _compare_numerics(config, state)
-    if state.numerics_status == "changed":
+    if state.numerics_status == Numerics.CHANGED:
         _search(config, launcher, build, state, sink_for)
 
 

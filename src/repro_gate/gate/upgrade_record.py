@@ -7,14 +7,16 @@ from dataclasses import asdict
 from typing import Any
 
 from repro_gate import __version__
+from repro_gate.compare.status import Numerics
 from repro_gate.config import Config
 from repro_gate.fingerprint.diff import environment_diff
 from repro_gate.gate.pipeline import GateOutcome
 from repro_gate.gate.record import now
 from repro_gate.gate.upgrade_runs import TrialRun
 from repro_gate.gate.upgrade_state import UpgradeState
+from repro_gate.gate.verdict import Reason, reason
 from repro_gate.manifest.header import TOOL_NAME
-from repro_gate.manifest.upgrade import UPGRADE_SCHEMA_VERSION
+from repro_gate.manifest.upgrade import UPGRADE_SCHEMA_VERSION, UpgradeVerdict
 from repro_gate.upgrade import Environment, Lock
 
 NUMERICS_CHANGED = "numerics_changed"
@@ -47,18 +49,18 @@ def assemble(config: Config, state: UpgradeState) -> dict[str, Any]:
     }
 
 
-def _verdict(state: UpgradeState) -> tuple[str, list[dict[str, str]]]:
+def _verdict(state: UpgradeState) -> tuple[UpgradeVerdict, list[Reason]]:
     if state.error is not None:
-        return "error", [{"code": str(state.error.kind), "message": state.error.message}]
+        return UpgradeVerdict.ERROR, [reason(str(state.error.kind), state.error.message)]
     candidate = state.gates.get("candidate")
-    if candidate is not None and state.numerics_status == "not_compared":
+    if candidate is not None and state.numerics_status == Numerics.NOT_COMPARED:
         first = candidate.manifest["reasons"][0]["message"]
-        return "not_reproducible", [{
-            "code": CANDIDATE_NOT_REPRODUCIBLE,
-            "message": f"the training is not reproducible in the candidate environment: {first}"}]
-    if state.numerics_status == "changed":
-        return "changed", [{"code": NUMERICS_CHANGED, "message": _changed_message(state)}]
-    return "same", []
+        return UpgradeVerdict.NOT_REPRODUCIBLE, [reason(
+            CANDIDATE_NOT_REPRODUCIBLE,
+            f"the training is not reproducible in the candidate environment: {first}")]
+    if state.numerics_status == Numerics.CHANGED:
+        return UpgradeVerdict.CHANGED, [reason(NUMERICS_CHANGED, _changed_message(state))]
+    return UpgradeVerdict.SAME, []
 
 
 def _changed_message(state: UpgradeState) -> str:

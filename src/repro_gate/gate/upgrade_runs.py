@@ -17,7 +17,7 @@ from typing import Any
 
 from repro_gate import probe
 from repro_gate.compare.runs import RunSide, compare_runs
-from repro_gate.compare.status import WITHIN_TOLERANCE
+from repro_gate.compare.status import WITHIN_TOLERANCE, Numerics
 from repro_gate.compare.tolerance import Tolerance
 from repro_gate.config import Config, ToleranceConfig
 from repro_gate.errors import ErrorKind, GateError
@@ -70,17 +70,17 @@ def built(build: BuildEnvironment, pins: dict[str, str], what: str,
 
 
 def numerics_status(comparison: dict[str, Any], tolerance: ToleranceConfig,
-                    loss_step: int | None) -> str:
+                    loss_step: int | None) -> Numerics:
     """same | within_tolerance | changed, for a comparison of the baseline with another run.
 
     Under a tolerance the artifacts and the losses decide; bitwise, any difference does.
     """
     if verdict.failures(comparison, []) or loss_step is not None:
-        return "changed"
+        return Numerics.CHANGED
     within = any(item["status"] == WITHIN_TOLERANCE for item in comparison["artifacts"])
     if within or comparison.get("first_divergence"):
-        return "within_tolerance"
-    return "same"
+        return Numerics.WITHIN_TOLERANCE
+    return Numerics.SAME
 
 
 def first_loss_outside(a: RunSide, b: RunSide, tolerance: ToleranceConfig) -> int | None:
@@ -175,7 +175,7 @@ class Trials:
             step = _stop_step(record) or (divergence or {}).get("step")
             return TrialRun(packages, Outcome.CHANGED, record, comparison, step)
         status = numerics_status(comparison, self.tolerance, loss_step)
-        if status == "changed":
+        if status == Numerics.CHANGED:
             step = loss_step or (divergence or {}).get("step")
             return TrialRun(packages, Outcome.CHANGED, record, comparison, step)
         return TrialRun(packages, Outcome.SAME, record, comparison)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from repro_gate.compare.status import Numerics
 from repro_gate.errors import GateError
 from repro_gate.gate.pipeline import GateOutcome
 from repro_gate.gate.upgrade_runs import TrialRun, Trials
@@ -28,7 +29,7 @@ class UpgradeState:
     environments: dict[Role, Environment] = field(default_factory=dict)
     gates: dict[Role, GateOutcome] = field(default_factory=dict)
     comparison: dict[str, Any] | None = None  # baseline run A against candidate run A
-    numerics_status: str = "not_compared"
+    numerics_status: Numerics = Numerics.NOT_COMPARED
     trials: Trials | None = None
     search: Search | None = None
     confirmations: list[TrialRun] = field(default_factory=list)  # one per culprit group

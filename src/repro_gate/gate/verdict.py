@@ -6,6 +6,7 @@ import fnmatch
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
+from repro_gate.compare import status
 from repro_gate.compare.fields import parse_path
 from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import explain
@@ -18,7 +19,7 @@ ARTIFACT_DIFFERENT = "artifact_different"
 ARTIFACT_MISSING = "artifact_missing"
 NONDETERMINISTIC_OP_STRICT = "nondeterministic_op_strict"
 BITWISE_EQUAL = "bitwise_equal"
-WITHIN_TOLERANCE = "within_tolerance"
+WITHIN_TOLERANCE = status.WITHIN_TOLERANCE.value  # every artifact equal or within it
 COST_OVER_BUDGET = "cost_over_budget"  # `cost.max_pct` set and the whole interval lies above it
 REASON_CODES = frozenset({
     TRAJECTORY_DIVERGED,
@@ -34,7 +35,7 @@ REASON_CODES = frozenset({
 # Key names of values that change from run to run without being results: a failure on these
 # alone suggests `compare.ignore`.
 VOLATILE_NAMES = ("*_at", "*time*", "*timestamp*", "host*", "*run_id*", "date")
-UNFAILING_KEY_STATUSES = ("equal", "within_tolerance")
+UNFAILING_KEY_STATUSES = status.UNFAILING
 MAX_HINTED = 5
 
 
@@ -61,14 +62,14 @@ def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> li
         found.append(reason(TRAJECTORY_DIVERGED, explain(divergence, multi_rank)))
     for item in comparison["artifacts"]:
         runs = item.get("runs", ["A", "B"])
-        if item["status"] == "different":
+        if item["status"] == status.DIFFERENT:
             found.append(reason(
                 ARTIFACT_DIFFERENT,
                 f"{item['path']} differs between runs {runs[0]} and {runs[1]}"
                 + _tensor_count(item) + _volatile_hint(item),
             ))
-        elif item["status"] in ("missing_in_a", "missing_in_b"):
-            present = runs[1] if item["status"] == "missing_in_a" else runs[0]
+        elif item["status"] in (status.MISSING_IN_A, status.MISSING_IN_B):
+            present = runs[1] if item["status"] == status.MISSING_IN_A else runs[0]
             found.append(reason(
                 ARTIFACT_MISSING, f"{item['path']} is present in run {present} only"
             ))
@@ -90,7 +91,7 @@ def successes(
     steps = comparison["trajectory"]["steps_compared"]
     items = comparison["artifacts"]
     what = f"{steps} steps and {len(items)} artifacts" if steps else f"{len(items)} artifacts"
-    within = [a for a in items if a["status"] == "within_tolerance"]
+    within = [a for a in items if a["status"] == status.WITHIN_TOLERANCE]
     divergence = comparison.get("first_divergence")
     if not within and not divergence:
         return [reason(BITWISE_EQUAL,
@@ -146,7 +147,7 @@ def _looks_volatile(key: str) -> bool:
 
 
 def _tensor_count(item: dict[str, Any]) -> str:
-    tensors = [t for t in item.get("tensors", []) if t["status"] != "equal"]
+    tensors = [t for t in item.get("tensors", []) if t["status"] != status.EQUAL]
     if not tensors:
         return ""
     worst = max((t.get("max_abs_diff") or 0.0 for t in tensors), default=0.0)

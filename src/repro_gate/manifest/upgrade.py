@@ -12,13 +12,30 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate import validation
-from repro_gate.errors import ErrorKind, GateError
+from repro_gate.errors import ErrorKind, GateError, StrEnum
 from repro_gate.manifest.store import load_object, masked, write_json_atomic
 
 UPGRADE_FILE = "upgrade.json"
 INVALID_UPGRADE_FILE = "upgrade.invalid.json"
 UPGRADE_SCHEMA_VERSION = 1
 SCHEMA = "upgrade"
+
+
+class UpgradeVerdict(StrEnum):
+    """`verdict` of upgrade.json."""
+
+    SAME = "same"  # the numerics are kept (bit for bit or within the tolerance)
+    CHANGED = "changed"
+    NOT_REPRODUCIBLE = "not_reproducible"  # the training does not reproduce in the candidate
+    ERROR = "error"
+
+
+# The gate's verdict an upgrade verdict reads as: the action's `verdict` output, the check run's
+# conclusion, the icon.
+GATE_VERDICTS: dict[str, str] = {
+    UpgradeVerdict.SAME: "pass", UpgradeVerdict.CHANGED: "fail",
+    UpgradeVerdict.NOT_REPRODUCIBLE: "fail", UpgradeVerdict.ERROR: "error",
+}
 
 
 def write_upgrade(document: dict[str, Any], output_dir: Path) -> Path:

@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from repro_gate.config import Config
+from repro_gate.manifest.upgrade import GATE_VERDICTS, UpgradeVerdict
 from repro_gate.publish import actions
 from repro_gate.publish.github.reporter import GitHubReporter, Rendering
 from repro_gate.render.markdown import COMMENT_LIMIT, truncate
 
 CHECK_NAME_PREFIX = "repro-gate upgrade / "
-# The upgrade verdict as the action's documented `verdict` output (and the check's conclusion).
-GATE_VERDICTS = {"same": "pass", "changed": "fail", "not_reproducible": "fail", "error": "error"}
 
 
 def check_name(gate: str) -> str:
@@ -96,7 +95,7 @@ def outputs_for(document: Mapping[str, Any], path: Path | None) -> dict[str, str
 
 def changed_annotations(document: Mapping[str, Any]) -> list[str]:
     """An `::error` on the step when the numerics changed: the title says which package."""
-    if document.get("verdict") != "changed":
+    if document.get("verdict") != UpgradeVerdict.CHANGED:
         return []
     return [actions.command("error", title(document), title="repro-gate upgrade: numerics changed")]
 

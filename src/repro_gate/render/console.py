@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from repro_gate.compare.status import Status
 from repro_gate.fingerprint import diff_lines
 from repro_gate.render import cost_text, observed, seeding_text
 from repro_gate.render.diagnosis import facts
@@ -70,7 +71,7 @@ def _compared(comparison: dict[str, Any]) -> list[str]:
 
 def _artifact_summary(item: dict[str, Any]) -> str:
     status = str(item["status"]).replace("_", " ")
-    tensors = [t for t in item.get("tensors", []) if t["status"] != "equal"]
+    tensors = [t for t in item.get("tensors", []) if t["status"] != Status.EQUAL]
     if tensors:
         worst = tensors[0]
         status += (
@@ -78,7 +79,7 @@ def _artifact_summary(item: dict[str, Any]) -> str:
             f" ({worst.get('differing_elements', '?')} elements, max abs diff"
             f" {_number(worst.get('max_abs_diff'))}, max ULP {worst.get('max_ulp')})"
         )
-    keys = [k for k in item.get("keys", []) if k["status"] != "equal"]
+    keys = [k for k in item.get("keys", []) if k["status"] != Status.EQUAL]
     if keys:
         status += f": {len(keys)} keys differ, first {keys[0]['key']}"
     if item.get("note"):

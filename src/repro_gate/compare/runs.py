@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate.compare import compare_artifact, sha256_file, tolerance_for
+from repro_gate.compare.document import ArtifactResult, Comparison
 from repro_gate.compare.fields import patterns_for
 from repro_gate.compare.status import Status
 from repro_gate.compare.trajectory import TrajectoryComparison, compare_ranks, divergence_order
@@ -40,7 +41,7 @@ class RunSide:
 
 def compare_runs(
     sides: list[RunSide], tolerance: ToleranceConfig, policy: CompareConfig = NOTHING_IGNORED
-) -> dict[str, Any]:
+) -> Comparison:
     """Compare the first run with every other one; the manifest's `comparison` section.
 
     `policy.ignore` names JSON/YAML fields that are not compared.
@@ -64,7 +65,7 @@ def compare_runs(
     return comparison
 
 
-def empty_comparison(tolerance: ToleranceConfig) -> dict[str, Any]:
+def empty_comparison(tolerance: ToleranceConfig) -> Comparison:
     """A comparison with nothing in it yet."""
     return {
         "basis": "bitwise" if tolerance.bitwise else "tolerance",
@@ -74,7 +75,7 @@ def empty_comparison(tolerance: ToleranceConfig) -> dict[str, Any]:
     }
 
 
-def check_something_compared(comparison: dict[str, Any]) -> None:
+def check_something_compared(comparison: Comparison) -> None:
     """A gate that compared neither steps nor files proves nothing: that is an error."""
     if comparison["trajectory"]["status"] == Status.NOT_RECORDED and not comparison["artifacts"]:
         raise GateError(
@@ -84,7 +85,7 @@ def check_something_compared(comparison: dict[str, Any]) -> None:
         )
 
 
-def _merge_trajectory(comparison: dict[str, Any], trajectory: TrajectoryComparison) -> None:
+def _merge_trajectory(comparison: Comparison, trajectory: TrajectoryComparison) -> None:
     current = comparison["trajectory"]
     compared = trajectory["steps_compared"]
     first_pair = current["status"] == Status.NOT_RECORDED
@@ -99,10 +100,10 @@ def _merge_trajectory(comparison: dict[str, Any], trajectory: TrajectoryComparis
 
 def _compare_artifacts(
     a: RunSide, b: RunSide, tolerance: Any, policy: CompareConfig
-) -> list[dict[str, Any]]:
-    results = []
+) -> list[ArtifactResult]:
+    results: list[ArtifactResult] = []
     for rel in sorted(a.paths() | b.paths()):
-        item: dict[str, Any]
+        item: ArtifactResult
         if b.stopped is not None:
             item = {"path": rel, "kind": "bytes", "status": Status.NOT_COMPARED,
                     "note": f"run {b.name} was stopped at its first divergent step (fail-fast)"}
@@ -126,7 +127,7 @@ def _digest(side: RunSide, rel: str) -> str:
     return side.digests[rel] if rel in side.digests else sha256_file(side.artifacts[rel])
 
 
-def _compare_digests(digest_a: str, digest_b: str, rel: str) -> dict[str, Any]:
+def _compare_digests(digest_a: str, digest_b: str, rel: str) -> ArtifactResult:
     return {
         "path": rel,
         "kind": "bytes",

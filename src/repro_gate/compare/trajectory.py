@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from repro_gate.compare.cause import cause_rank, classify, differing
+from repro_gate.compare.cause import Cause, cause_rank, classify, differing
 from repro_gate.compare.status import Status
 
 Trajectory = list[dict[str, Any]]
@@ -27,6 +27,11 @@ class FirstDivergence(_DivergenceAt, total=False):
     initial_parameters: list[str]
     gradients: list[str]
     note: str
+    # Added by the gate after the comparison: the seeding it saw, run L's module, the op.
+    unseeded: dict[str, Any]
+    module: str | None
+    localisation: dict[str, str]
+    op: dict[str, Any] | None
 
 
 class TrajectoryComparison(TypedDict):
@@ -100,8 +105,15 @@ def _divergence_at(
     loss_differs = None if loss_a is None or loss_b is None else loss_a != loss_b
     if not parameters and not loss_differs:
         return None
+    diagnosis = classify(a, b)
     divergence: FirstDivergence = {
         "step": int(a["step"]), "parameters": parameters, "loss_differs": loss_differs,
-        "rank": rank, "runs": list(runs), "cause": "unknown", **classify(a, b),
+        "rank": rank, "runs": list(runs), "cause": diagnosis.get("cause", Cause.UNKNOWN),
     }
+    if "initial_parameters" in diagnosis:
+        divergence["initial_parameters"] = diagnosis["initial_parameters"]
+    if "gradients" in diagnosis:
+        divergence["gradients"] = diagnosis["gradients"]
+    if "note" in diagnosis:
+        divergence["note"] = diagnosis["note"]
     return divergence

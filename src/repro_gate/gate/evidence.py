@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +75,7 @@ def check_run(record: RunRecord, command: str | Sequence[str] | None) -> None:
               {"artifacts": []})
 
 
-def check(evidence: Evidence | None, comparison: dict[str, Any]) -> None:
+def check(evidence: Evidence | None, comparison: Mapping[str, Any]) -> None:
     """Raise `probe_not_loaded` when a run was not observed and no artifact was compared."""
     if evidence is None or evidence.not_loaded is None or comparison["artifacts"]:
         return

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from repro_gate import probe
+from repro_gate.compare.document import Comparison
 from repro_gate.config import Config
 from repro_gate.errors import GateError, one_line
 from repro_gate.gate import runs
@@ -37,7 +38,7 @@ def localise(
     config: Config,
     launcher: Launcher,
     state: GateState,
-    comparison: dict[str, Any],
+    comparison: Comparison,
     execute: Execute,
 ) -> None:
     """For a bitwise `forward` (or `backward`) divergence: run L, then set the divergence's
@@ -72,7 +73,8 @@ def localise(
             return  # every module reproduced its output: the backward pass it stays
         divergence.pop("gradients", None)
         divergence["cause"] = "forward"
-    divergence.update(found)
+    divergence["module"] = found["module"]
+    divergence["localisation"] = found["localisation"]
 
 
 def outcome(record: runs.RunRecord, step: int, rank: int) -> dict[str, Any]:

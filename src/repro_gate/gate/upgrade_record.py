@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from repro_gate import __version__
+from repro_gate.compare.document import Comparison
 from repro_gate.compare.status import Numerics
 from repro_gate.config import Config
 from repro_gate.fingerprint.diff import environment_diff
@@ -64,7 +65,7 @@ def _verdict(state: UpgradeState) -> tuple[UpgradeVerdict, list[Reason]]:
 
 
 def _changed_message(state: UpgradeState) -> str:
-    divergence = (state.comparison or {}).get("first_divergence")
+    divergence = state.comparison["first_divergence"] if state.comparison else None
     if divergence:
         parameters = divergence.get("parameters") or []
         shown = ", ".join(parameters[:3]) + (f" and {len(parameters) - 3} more"
@@ -144,7 +145,8 @@ def _culprits(state: UpgradeState) -> list[dict[str, Any]]:
     for index, group in enumerate(state.search.groups):
         evidence = _evidence(state, group, index)
         largest = _largest_difference(evidence.comparison if evidence else None)
-        divergence = (evidence.comparison or {}).get("first_divergence") if evidence else None
+        compared = evidence.comparison if evidence else None
+        divergence = compared["first_divergence"] if compared else None
         for name in group:
             change = changes[name]
             entries.append({"name": name, "old": change.old, "new": change.new,
@@ -161,11 +163,11 @@ def _evidence(state: UpgradeState, group: tuple[str, ...], index: int) -> TrialR
     return next((trial for trial in done if set(trial.packages) == set(group)), None)
 
 
-def _largest_difference(comparison: dict[str, Any] | None) -> dict[str, Any]:
+def _largest_difference(comparison: Comparison | None) -> dict[str, Any]:
     """The largest tensor difference over the artifacts: max abs, its artifact, rel and ULP."""
     found: dict[str, Any] = {"max_abs_diff": None, "max_rel_diff": None, "max_ulp_diff": None,
                              "artifact": None}
-    for item in (comparison or {}).get("artifacts", []):
+    for item in comparison["artifacts"] if comparison else []:
         for tensor in item.get("tensors", []):
             value = tensor.get("max_abs_diff")
             if not _finite(value) or (found["max_abs_diff"] is not None

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from repro_gate.compare.document import Comparison
 from repro_gate.compare.status import Numerics
 from repro_gate.errors import GateError
 from repro_gate.gate.pipeline import GateOutcome
@@ -28,7 +29,7 @@ class UpgradeState:
     changes: list[Change] = field(default_factory=list)
     environments: dict[Role, Environment] = field(default_factory=dict)
     gates: dict[Role, GateOutcome] = field(default_factory=dict)
-    comparison: dict[str, Any] | None = None  # baseline run A against candidate run A
+    comparison: Comparison | None = None  # baseline run A against candidate run A
     numerics_status: Numerics = Numerics.NOT_COMPARED
     trials: Trials | None = None
     search: Search | None = None

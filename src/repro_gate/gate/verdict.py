@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from repro_gate.compare import status
+from repro_gate.compare.document import Comparison
 from repro_gate.compare.fields import parse_path
 from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import explain
@@ -49,7 +50,7 @@ def reason(code: str, message: str) -> Reason:
     return {"code": code, "message": message}
 
 
-def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> list[Reason]:
+def failures(comparison: Comparison, strict_ops: list[dict[str, Any]]) -> list[Reason]:
     """Why the runs are not reproducible; empty when they are.
 
     Under a numeric tolerance the bitwise trajectory is evidence, not a verdict: the artifacts
@@ -83,7 +84,7 @@ def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> li
 
 
 def successes(
-    comparison: dict[str, Any], compared_runs: int, deterministic: bool = True
+    comparison: Comparison, compared_runs: int, deterministic: bool = True
 ) -> list[Reason]:
     """What was shown equal, saying whether bitwise or within tolerance (and `deterministic`
     runs only when the probe applied determinism)."""
@@ -124,7 +125,7 @@ def with_budget(
     return outcome, [*reasons, over]
 
 
-def _volatile_hint(item: dict[str, Any]) -> str:
+def _volatile_hint(item: Mapping[str, Any]) -> str:
     """`; only `finished_at` differs in …` when every differing key of a JSON/YAML artifact
     looks like a timestamp, host name or run id rather than a result."""
     keys = [k["key"] for k in item.get("keys", []) if k["status"] not in UNFAILING_KEY_STATUSES]
@@ -146,7 +147,7 @@ def _looks_volatile(key: str) -> bool:
     )
 
 
-def _tensor_count(item: dict[str, Any]) -> str:
+def _tensor_count(item: Mapping[str, Any]) -> str:
     tensors = [t for t in item.get("tensors", []) if t["status"] != status.EQUAL]
     if not tensors:
         return ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from repro_gate.compare.status import Status
@@ -48,12 +49,12 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
     return "\n".join(lines)
 
 
-def comparison_lines(comparison: dict[str, Any]) -> list[str]:
+def comparison_lines(comparison: Mapping[str, Any]) -> list[str]:
     """What was compared, per artifact, and the first divergent step."""
     return _compared(comparison) + _divergence(comparison)
 
 
-def _compared(comparison: dict[str, Any]) -> list[str]:
+def _compared(comparison: Mapping[str, Any]) -> list[str]:
     items = comparison["artifacts"]
     if not items and not comparison["trajectory"]["steps_compared"]:
         return []
@@ -97,7 +98,7 @@ def _ignored(item: dict[str, Any]) -> list[str]:
     return [f"      ignored (compare.ignore): {', '.join(names)}{more}"]
 
 
-def _divergence(comparison: dict[str, Any]) -> list[str]:
+def _divergence(comparison: Mapping[str, Any]) -> list[str]:
     divergence = comparison.get("first_divergence")
     if not divergence:
         return []

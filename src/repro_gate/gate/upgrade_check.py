@@ -19,6 +19,7 @@ import dataclasses
 import shutil
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from repro_gate.gate.pipeline import (
 )
 from repro_gate.gate.record import now
 from repro_gate.gate.runs import RunRecord
+from repro_gate.gate.upgrade_record import UpgradeRecord
 from repro_gate.gate.upgrade_runs import (
     BASELINE_SIDE,
     CANDIDATE_SIDE,
@@ -98,7 +100,7 @@ class UpgradeOptions:
 
 @dataclass
 class UpgradeOutcome:
-    document: dict[str, Any]
+    document: UpgradeRecord
     path: Path | None
     exit_code: int
 
@@ -109,7 +111,8 @@ class SilentPublisher:
     def started(self) -> None:
         return None
 
-    def finished(self, document: dict[str, Any], manifest_path: Path | None) -> dict[str, Any]:
+    def finished(self, document: Mapping[str, Any], manifest_path: Path | None
+                 ) -> dict[str, Any]:
         return {}
 
 
@@ -126,7 +129,7 @@ def run_upgrade(config: Config, options: UpgradeOptions, open_launcher: Launcher
         state.error = internal_error(error, config.output_dir)
     cancel.ignore_from_now()
     document, path = _record(config, state)
-    document.update(publisher.finished(document, path))
+    _publish(document, path, publisher)
     if path is not None:
         path = _rewrite(document, config.output_dir) or path
     if options.write_lock and document["verdict"] != "error" and state.candidate_kept:
@@ -143,8 +146,15 @@ def configuration_error(error: GateError, workdir: Path, output_dir: Path,
     state = UpgradeState(started_at=now(), started=time.monotonic(), error=error)
     config = Config(workdir=workdir, output_dir=output_dir)
     document, path = _record(config, state)
-    document.update(publisher.finished(document, path))
+    _publish(document, path, publisher)
     return UpgradeOutcome(document, path, EXIT_ERROR)
+
+
+def _publish(document: UpgradeRecord, path: Path | None, publisher: Publisher) -> None:
+    """Publish the record; GitHub's `reporting` section, the one an upgrade gets, joins it."""
+    sections = publisher.finished(document, path)
+    if "reporting" in sections:
+        document["reporting"] = sections["reporting"]
 
 
 def _check(config: Config, options: UpgradeOptions, open_launcher: LauncherFactory,
@@ -266,7 +276,7 @@ def _search(config: Config, launcher: Launcher, build: BuildEnvironment, state: 
         state.confirmations.append(trials.confirm(group, number))
 
 
-def _record(config: Config, state: UpgradeState) -> tuple[dict[str, Any], Path | None]:
+def _record(config: Config, state: UpgradeState) -> tuple[UpgradeRecord, Path | None]:
     """Write upgrade.json and upgrade.md for the verdict. When either cannot be written (a
     record that fails its schema, a write that fails), that is the error (exit 2), recorded in
     an upgrade.json in their place: the whole record with the verdict `error`, else the error
@@ -291,7 +301,7 @@ def _record(config: Config, state: UpgradeState) -> tuple[dict[str, Any], Path |
     return document, None
 
 
-def _write_both(document: dict[str, Any], output_dir: Path) -> Path:
+def _write_both(document: UpgradeRecord, output_dir: Path) -> Path:
     path = write_upgrade(document, output_dir)
     write_text_atomic(output_dir / UPGRADE_MARKDOWN, markdown_upgrade.report(document))
     return path
@@ -311,7 +321,7 @@ def _not_recorded(failure: GateError | OSError, earlier: GateError | None) -> Ga
     return GateError(message, kind=kind)
 
 
-def _rewrite(document: dict[str, Any], output_dir: Path) -> Path | None:
+def _rewrite(document: UpgradeRecord, output_dir: Path) -> Path | None:
     """Add the publishing sections; the first upgrade.json stays if that fails."""
     try:
         return write_upgrade(document, output_dir)
@@ -321,7 +331,7 @@ def _rewrite(document: dict[str, Any], output_dir: Path) -> Path | None:
         return None
 
 
-def _write_markdown(document: dict[str, Any], output_dir: Path) -> None:
+def _write_markdown(document: UpgradeRecord, output_dir: Path) -> None:
     """upgrade.md of an error already recorded in upgrade.json: a warning if it fails."""
     try:
         write_text_atomic(output_dir / UPGRADE_MARKDOWN, markdown_upgrade.report(document))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypedDict
 
 from repro_gate import __version__
 from repro_gate.compare.document import Comparison
@@ -24,7 +24,42 @@ NUMERICS_CHANGED = "numerics_changed"
 CANDIDATE_NOT_REPRODUCIBLE = "candidate_not_reproducible"
 
 
-def assemble(config: Config, state: UpgradeState) -> dict[str, Any]:
+class NumericsSection(TypedDict):
+    """`numerics`: the baseline's run A against the candidate's, under the check's tolerance."""
+
+    status: Numerics
+    tolerance: str | dict[str, Any]
+    comparison: Comparison | None
+
+
+class _Record(TypedDict):
+    schema_version: int
+    tool: dict[str, str]
+    gate: str
+    started_at: str
+    finished_at: str
+    verdict: UpgradeVerdict
+    reasons: list[Reason]
+    output_dir: str
+    baseline: dict[str, Any]
+    candidate: dict[str, Any]
+    changes: list[dict[str, Any]]
+    numerics: NumericsSection
+    reproducibility: dict[str, Any]
+    culprits: list[dict[str, Any]]
+    culprit_search: dict[str, Any]
+    bisect_runs: int
+    fingerprint_diff: dict[str, Any] | None
+    runs: list[dict[str, Any]]
+
+
+class UpgradeRecord(_Record, total=False):
+    """upgrade.json (schemas/upgrade.schema.json); `reporting` once GitHub was reported to."""
+
+    reporting: dict[str, Any]
+
+
+def assemble(config: Config, state: UpgradeState) -> UpgradeRecord:
     verdict, reasons = _verdict(state)
     return {
         "schema_version": UPGRADE_SCHEMA_VERSION,

@@ -8,6 +8,7 @@ what reaches the disk and what is read back from it. Its shape has its own versi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,13 @@ GATE_VERDICTS: dict[str, str] = {
 }
 
 
-def write_upgrade(document: dict[str, Any], output_dir: Path) -> Path:
+def write_upgrade(record: Mapping[str, Any], output_dir: Path) -> Path:
     """Mask, validate, then write `output_dir/upgrade.json` atomically and return its path.
 
     An invalid document raises GateError(kind="manifest_invalid") and is kept aside as
     `upgrade.invalid.json` for the bug report; an earlier `upgrade.json` is left as it was.
     """
-    document = masked(document)
+    document = masked(dict(record))
     try:
         validate_upgrade(document)
     except GateError:

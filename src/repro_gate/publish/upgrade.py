@@ -134,7 +134,8 @@ class UpgradePublisher:
         if self.github is not None:
             self.github.started()
 
-    def finished(self, document: dict[str, Any], manifest_path: Path | None) -> dict[str, Any]:
+    def finished(self, document: Mapping[str, Any], manifest_path: Path | None
+                 ) -> dict[str, Any]:
         """Post the report; returns `{"reporting": …}` when GitHub reporting was set up."""
         sections: dict[str, Any] = {}
         if self.github is not None:

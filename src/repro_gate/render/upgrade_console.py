@@ -68,7 +68,7 @@ class Group:
     artifact: str | None
 
 
-def render(document: dict[str, Any], shown_path: str | None) -> str:
+def render(document: Mapping[str, Any], shown_path: str | None) -> str:
     """The report, one line each fact; `shown_path` is upgrade.json as the user should see it."""
     verdict = document["verdict"]
     lines = [f"{PREFIX}: {VERDICT_WORDS[verdict]}: {headline(document)}"]

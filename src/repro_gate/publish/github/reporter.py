@@ -187,7 +187,7 @@ class GitHubReporter:
             except GitHubError as error:
                 _log(f"pending status not posted: {error}")
 
-    def finished(self, manifest: dict[str, Any]) -> dict[str, Any]:
+    def finished(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
         """Post everything for the finished run; return the manifest's `reporting` section."""
         if not self.active:
             return {"active": False, "ok": True, "reason": self.inactive_reason or "inactive"}

@@ -335,9 +335,8 @@ def _flags() -> dict[str, Any]:
 
 def _fill_uninitialized_memory(torch: Any) -> bool | None:
     try:
-        import torch.utils.deterministic as deterministic
+        import torch.utils.deterministic as deterministic  # the flag: a property of its class
 
-        # A property of the module's class (torch sets it at import): invisible to a checker.
         return bool(deterministic.fill_uninitialized_memory)  # type: ignore[attr-defined]
     except Exception:
         return None

@@ -58,7 +58,7 @@ def load_yaml_all(text: str, max_nodes: int = MAX_NODES) -> list[Any]:
     loader = BoundedLoader(text, max_nodes)
     try:
         documents = []
-        while loader.check_data():
+        while loader.check_data():  # type: ignore[no-untyped-call]  # untyped in PyYAML's stubs
             documents.append(loader.get_data())
         return documents
     except RecursionError:

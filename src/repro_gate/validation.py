@@ -8,7 +8,7 @@ location. Here each schema is registered under its file name, the same relative 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -48,7 +48,8 @@ def _registry() -> Registry:
 
 def load(name: str) -> dict[str, Any]:
     """Return the schema called `name` (`config`, `manifest`, ...), `$id` set to its file name."""
-    return _registry().contents(name + SUFFIX)
+    schema: dict[str, Any] = _registry().contents(name + SUFFIX)
+    return schema
 
 
 def errors(name: str, instance: Any) -> list[str]:
@@ -80,16 +81,18 @@ def describe_error(error: jsonschema.ValidationError) -> str:
     if error.validator == "required":
         missing = error.message.split("'")[1]
         return f"{_join(where, missing)}: is required"
-    if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})), key=str)
+    # A failed keyword's schema is a mapping (a boolean schema fails only with "False schema").
+    schema = error.schema if isinstance(error.schema, Mapping) else {}
+    if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+        extra = sorted(set(error.instance) - set(schema.get("properties", {})), key=str)
         return f"{where}: unknown key {', '.join(repr(k) for k in extra)}"
-    return f"{where}: must be {rule(error.schema)}"
+    return f"{where}: must be {rule(schema)}"
 
 
-def rule(schema: dict[str, Any]) -> str:
+def rule(schema: Mapping[str, Any]) -> str:
     """Describe in words what a (sub)schema accepts."""
     if "x-rule" in schema:
-        return schema["x-rule"]
+        return str(schema["x-rule"])
     for combinator in ("oneOf", "anyOf"):
         if combinator in schema:
             return " or ".join(rule(option) for option in schema[combinator])
@@ -98,7 +101,7 @@ def rule(schema: dict[str, Any]) -> str:
     if "enum" in schema:
         return "one of " + ", ".join(str(v) for v in schema["enum"])
     kind = schema.get("type", "a value")
-    words = {
+    words: dict[Any, str] = {
         "integer": "an integer",
         "number": "a number",
         "string": "a string",
@@ -107,7 +110,7 @@ def rule(schema: dict[str, Any]) -> str:
         "array": "a list",
         "null": "null",
     }
-    text = " or ".join(words.get(k, k) for k in kind) if isinstance(kind, list) else words.get(
+    text = " or ".join(str(words.get(k, k)) for k in kind) if isinstance(kind, list) else words.get(
         kind, kind
     )
     if kind == "array" and "items" in schema:

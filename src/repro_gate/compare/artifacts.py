@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from repro_gate.compare.document import ArtifactResult
 from repro_gate.compare.fields import FieldPattern
 from repro_gate.compare.files import compare_bytes
 from repro_gate.compare.status import EQUAL, MISSING_IN_A, MISSING_IN_B, worst
@@ -24,7 +25,7 @@ def compare_artifact(
     rel_path: str,
     tolerance: Tolerance | None,
     ignore: tuple[FieldPattern, ...] = (),
-) -> dict[str, Any]:
+) -> ArtifactResult:
     """An `artifact_comparison` (without `runs`) for two files, chosen by their extension.
 
     `ignore` names fields of a JSON/YAML artifact that are not compared (`compare.ignore`).
@@ -43,7 +44,7 @@ def compare_artifact(
 
 def compare_checkpoints(
     path_a: Path, path_b: Path, rel_path: str, kind: str, tolerance: Tolerance | None
-) -> dict[str, Any]:
+) -> ArtifactResult:
     """Compare two checkpoints tensor by tensor, or by bytes when they cannot be loaded safely.
 
     Neither kind needs torch: it is only the fallback for torch.save files the reader refuses.
@@ -66,7 +67,7 @@ def checkpoint_result(
     a: Checkpoint,
     b: Checkpoint,
     tolerance: Tolerance | None,
-) -> dict[str, Any]:
+) -> ArtifactResult:
     """The `artifact_comparison` of two loaded checkpoints; equal tensors counted, not listed."""
     from repro_gate.compare.dtypes import dtype_name
     from repro_gate.compare.tensors import compare_tensors, describe
@@ -104,7 +105,7 @@ def checkpoint_result(
     if key_diffs:
         notes.append(f"{len(key_diffs) - len(unequal_keys)} of {len(key_diffs)} other values equal")
     notes.extend(mismatches)
-    result: dict[str, Any] = {
+    result: ArtifactResult = {
         "path": rel_path,
         "kind": kind,
         "status": worst(diff["status"] for diff in tensor_diffs + key_diffs),

@@ -20,8 +20,9 @@ steps earlier, and showed first in the loss or a later sample. A `forward`, `bac
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any, TypedDict
+
+from repro_gate.errors import StrEnum
 
 StepRecord = dict[str, Any]
 

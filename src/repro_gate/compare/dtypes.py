@@ -89,7 +89,7 @@ ULP_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
 
 def dtype_name(array: np.ndarray) -> str:
     """torch's name for the element type of `array` (`float32`, `bfloat16`, `bool`)."""
-    return array.dtype.name
+    return str(array.dtype.name)
 
 
 def byteswap_unit(dtype: np.dtype) -> int:

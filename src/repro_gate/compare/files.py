@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 
+from repro_gate.compare.document import ArtifactResult
 from repro_gate.compare.status import DIFFERENT, EQUAL
 
 # 1 MiB: as fast as 4 MiB on large files, faster on many small ones hashed in parallel threads
@@ -24,11 +24,11 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def compare_bytes(path_a: Path, path_b: Path, rel_path: str, note: str = "") -> dict[str, Any]:
+def compare_bytes(path_a: Path, path_b: Path, rel_path: str, note: str = "") -> ArtifactResult:
     """An `artifact_comparison` of kind `bytes`: equal when the sha256 digests are."""
     sha_a = sha256_file(path_a)
     sha_b = sha256_file(path_b)
-    result: dict[str, Any] = {
+    result: ArtifactResult = {
         "path": rel_path,
         "kind": "bytes",
         "status": EQUAL if sha_a == sha_b else DIFFERENT,

@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate.compare import compare_artifact, sha256_file, tolerance_for
+from repro_gate.compare.document import ArtifactResult, Comparison
 from repro_gate.compare.fields import patterns_for
-from repro_gate.compare.trajectory import compare_ranks, divergence_order
+from repro_gate.compare.status import Status
+from repro_gate.compare.trajectory import TrajectoryComparison, compare_ranks, divergence_order
 from repro_gate.config import CompareConfig, ToleranceConfig
 from repro_gate.errors import ErrorKind, GateError
 
@@ -39,7 +41,7 @@ class RunSide:
 
 def compare_runs(
     sides: list[RunSide], tolerance: ToleranceConfig, policy: CompareConfig = NOTHING_IGNORED
-) -> dict[str, Any]:
+) -> Comparison:
     """Compare the first run with every other one; the manifest's `comparison` section.
 
     `policy.ignore` names JSON/YAML fields that are not compared.
@@ -63,19 +65,19 @@ def compare_runs(
     return comparison
 
 
-def empty_comparison(tolerance: ToleranceConfig) -> dict[str, Any]:
+def empty_comparison(tolerance: ToleranceConfig) -> Comparison:
     """A comparison with nothing in it yet."""
     return {
         "basis": "bitwise" if tolerance.bitwise else "tolerance",
         "artifacts": [],
-        "trajectory": {"steps_compared": 0, "status": "not_recorded", "steps": {}},
+        "trajectory": {"steps_compared": 0, "status": Status.NOT_RECORDED, "steps": {}},
         "first_divergence": None,
     }
 
 
-def check_something_compared(comparison: dict[str, Any]) -> None:
+def check_something_compared(comparison: Comparison) -> None:
     """A gate that compared neither steps nor files proves nothing: that is an error."""
-    if comparison["trajectory"]["status"] == "not_recorded" and not comparison["artifacts"]:
+    if comparison["trajectory"]["status"] == Status.NOT_RECORDED and not comparison["artifacts"]:
         raise GateError(
             "nothing to compare: the runs wrote no artifacts and no optimizer step was seen"
             " (set `artifacts:` to the files your training writes)",
@@ -83,12 +85,12 @@ def check_something_compared(comparison: dict[str, Any]) -> None:
         )
 
 
-def _merge_trajectory(comparison: dict[str, Any], trajectory: dict[str, Any]) -> None:
+def _merge_trajectory(comparison: Comparison, trajectory: TrajectoryComparison) -> None:
     current = comparison["trajectory"]
     compared = trajectory["steps_compared"]
-    first_pair = current["status"] == "not_recorded"
+    first_pair = current["status"] == Status.NOT_RECORDED
     current["steps_compared"] = compared if first_pair else min(current["steps_compared"], compared)
-    if current["status"] != "different":
+    if current["status"] != Status.DIFFERENT:
         current["status"] = trajectory["status"]
     divergence = trajectory["first_divergence"]
     known = comparison["first_divergence"]
@@ -98,16 +100,17 @@ def _merge_trajectory(comparison: dict[str, Any], trajectory: dict[str, Any]) ->
 
 def _compare_artifacts(
     a: RunSide, b: RunSide, tolerance: Any, policy: CompareConfig
-) -> list[dict[str, Any]]:
-    results = []
+) -> list[ArtifactResult]:
+    results: list[ArtifactResult] = []
     for rel in sorted(a.paths() | b.paths()):
+        item: ArtifactResult
         if b.stopped is not None:
-            item = {"path": rel, "kind": "bytes", "status": "not_compared",
+            item = {"path": rel, "kind": "bytes", "status": Status.NOT_COMPARED,
                     "note": f"run {b.name} was stopped at its first divergent step (fail-fast)"}
         elif rel not in a.paths():
-            item = {"path": rel, "kind": "bytes", "status": "missing_in_a"}
+            item = {"path": rel, "kind": "bytes", "status": Status.MISSING_IN_A}
         elif rel not in b.paths():
-            item = {"path": rel, "kind": "bytes", "status": "missing_in_b"}
+            item = {"path": rel, "kind": "bytes", "status": Status.MISSING_IN_B}
         elif rel in a.digests or rel in b.digests:
             item = _compare_digests(_digest(a, rel), _digest(b, rel), rel)
             why = [side.notes[rel] for side in (a, b) if rel in side.notes]
@@ -124,11 +127,11 @@ def _digest(side: RunSide, rel: str) -> str:
     return side.digests[rel] if rel in side.digests else sha256_file(side.artifacts[rel])
 
 
-def _compare_digests(digest_a: str, digest_b: str, rel: str) -> dict[str, Any]:
+def _compare_digests(digest_a: str, digest_b: str, rel: str) -> ArtifactResult:
     return {
         "path": rel,
         "kind": "bytes",
-        "status": "equal" if digest_a == digest_b else "different",
+        "status": Status.EQUAL if digest_a == digest_b else Status.DIFFERENT,
         "sha256_a": digest_a,
         "sha256_b": digest_b,
         "note": "compared by sha256 from a manifest; compare run directories for tensor-level"

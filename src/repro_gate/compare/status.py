@@ -4,18 +4,49 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-EQUAL = "equal"
-WITHIN_TOLERANCE = "within_tolerance"
-DIFFERENT = "different"
-MISSING_IN_A = "missing_in_a"
-MISSING_IN_B = "missing_in_b"
-SHAPE_MISMATCH = "shape_mismatch"
-DTYPE_MISMATCH = "dtype_mismatch"
-
-_RANK = {EQUAL: 0, WITHIN_TOLERANCE: 1}
+from repro_gate.errors import StrEnum
 
 
-def worst(statuses: Iterable[str]) -> str:
+class Status(StrEnum):
+    """What comparing an artifact, one of its tensors or keys, or the trajectories found."""
+
+    EQUAL = "equal"
+    WITHIN_TOLERANCE = "within_tolerance"
+    DIFFERENT = "different"
+    MISSING_IN_A = "missing_in_a"
+    MISSING_IN_B = "missing_in_b"
+    SHAPE_MISMATCH = "shape_mismatch"
+    DTYPE_MISMATCH = "dtype_mismatch"
+    NOT_COMPARED = "not_compared"  # run B stopped at its first divergent step (fail-fast)
+    # Trajectories only: no step recorded on either side; one side took more steps.
+    NOT_RECORDED = "not_recorded"
+    LENGTH_DIFFERS = "length_differs"
+
+
+class Numerics(StrEnum):
+    """How the numerics of two environments compare (`repro-gate upgrade`'s `numerics.status`):
+    the baseline's run against the candidate's."""
+
+    SAME = "same"
+    WITHIN_TOLERANCE = Status.WITHIN_TOLERANCE.value
+    CHANGED = "changed"
+    NOT_COMPARED = Status.NOT_COMPARED.value  # the candidate's own runs did not reproduce
+
+
+EQUAL = Status.EQUAL
+WITHIN_TOLERANCE = Status.WITHIN_TOLERANCE
+DIFFERENT = Status.DIFFERENT
+MISSING_IN_A = Status.MISSING_IN_A
+MISSING_IN_B = Status.MISSING_IN_B
+SHAPE_MISMATCH = Status.SHAPE_MISMATCH
+DTYPE_MISMATCH = Status.DTYPE_MISMATCH
+# A key with one of these statuses does not fail the gate.
+UNFAILING = (EQUAL, WITHIN_TOLERANCE)
+
+_RANK: dict[str, int] = {EQUAL: 0, WITHIN_TOLERANCE: 1}
+
+
+def worst(statuses: Iterable[str]) -> Status:
     """The artifact status for its parts: `different` > `within_tolerance` > `equal`.
 
     Any part that is missing on one side or mismatched in shape or dtype makes it `different`.

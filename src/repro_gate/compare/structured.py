@@ -6,11 +6,12 @@ import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
 from repro_gate import parsing
+from repro_gate.compare.document import ArtifactResult
 from repro_gate.compare.fields import FieldPattern, Segment
 from repro_gate.compare.files import compare_bytes
 from repro_gate.compare.status import (
@@ -43,7 +44,7 @@ def compare_structured(
     kind: str,
     tolerance: Tolerance | None,
     ignore: tuple[FieldPattern, ...] = (),
-) -> dict[str, Any]:
+) -> ArtifactResult:
     """An `artifact_comparison` of kind `json` or `yaml`; falls back to bytes when unparseable.
 
     Fields matching an `ignore` pattern (and everything under them) are not compared; the
@@ -76,13 +77,13 @@ def compare_structured(
 
 def structured_result(
     rel_path: str, kind: str, diffs: list[dict[str, Any]], tolerance: Tolerance | None
-) -> dict[str, Any]:
+) -> ArtifactResult:
     """Assemble the artifact comparison from per-key results, listing only non-equal keys and
     the ignored fields."""
     ignored = [_without_status(diff) for diff in diffs if diff["status"] == IGNORED]
     compared = [diff for diff in diffs if diff["status"] != IGNORED]
     unequal = [diff for diff in compared if diff["status"] != EQUAL]
-    result: dict[str, Any] = {
+    result: ArtifactResult = {
         "path": rel_path,
         "kind": kind,
         "status": worst(diff["status"] for diff in compared),
@@ -203,7 +204,7 @@ def compare_numbers(a: float, b: float, tolerance: Tolerance | None) -> tuple[st
     return DIFFERENT, finite_diff
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     """True for int and float, not bool (True is not 1 in a metric file)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 

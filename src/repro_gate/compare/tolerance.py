@@ -31,15 +31,16 @@ def agree(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> np.ndarray:
         both_nan = np.isnan(a) & np.isnan(b)
         infinite = np.isinf(a) | np.isinf(b)
         close = magnitude(a - b) <= atol + rtol * magnitude(b)
-    return both_nan | np.where(infinite, a == b, close)
+    agreed: np.ndarray = both_nan | np.where(infinite, a == b, close)
+    return agreed
 
 
 def magnitude(values: np.ndarray) -> np.ndarray:
     """|values|; complex ones through hypot, as torch computes them (numpy's abs differs in the
     last bit for some)."""
-    if values.dtype.kind == "c":
-        return np.hypot(values.real, values.imag)
-    return np.abs(values)
+    result: np.ndarray = (np.hypot(values.real, values.imag) if values.dtype.kind == "c"
+                          else np.abs(values))
+    return result
 
 
 @dataclass(frozen=True)

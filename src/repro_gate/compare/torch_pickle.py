@@ -79,7 +79,7 @@ class TensorRecord:
         raise Refused("a tensor with Python attributes")
 
 
-class Size(tuple):  # type: ignore[type-arg]
+class Size(tuple[int, ...]):
     """`torch.Size`: a tuple that is one value (a leaf), not a list of values."""
 
     def __setstate__(self, state: Any) -> None:

@@ -6,28 +6,37 @@ other run (`compare_ranks`).
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
-from repro_gate.compare.cause import cause_rank, classify, differing
+from repro_gate.compare.cause import Cause, cause_rank, classify, differing
+from repro_gate.compare.status import Status
 
 Trajectory = list[dict[str, Any]]
 
 
-class FirstDivergence(TypedDict):
+class _DivergenceAt(TypedDict):
     step: int
     parameters: list[str]
     loss_differs: bool | None
     rank: int
     runs: list[str]
     cause: str
-    initial_parameters: NotRequired[list[str]]
-    gradients: NotRequired[list[str]]
-    note: NotRequired[str]
+
+
+class FirstDivergence(_DivergenceAt, total=False):
+    initial_parameters: list[str]
+    gradients: list[str]
+    note: str
+    # Added by the gate after the comparison: the seeding it saw, run L's module, the op.
+    unseeded: dict[str, Any]
+    module: str | None
+    localisation: dict[str, str]
+    op: dict[str, Any] | None
 
 
 class TrajectoryComparison(TypedDict):
     steps_compared: int
-    status: str  # equal | different | not_recorded | length_differs
+    status: Status  # equal | different | not_recorded | length_differs
     steps: dict[str, int]
     first_divergence: FirstDivergence | None
 
@@ -44,9 +53,9 @@ def compare_ranks(
     results = [compare_trajectories(a.get(r, []), b.get(r, []), runs, rank=r) for r in ranks]
     divergences = [r["first_divergence"] for r in results if r["first_divergence"] is not None]
     statuses = {r["status"] for r in results}
-    status = "length_differs"
-    if "different" in statuses:
-        status = "different"
+    status = Status.LENGTH_DIFFERS
+    if Status.DIFFERENT in statuses:
+        status = Status.DIFFERENT
     elif len(statuses) == 1:
         status = statuses.pop()
     return {
@@ -71,7 +80,7 @@ def compare_trajectories(
     """
     steps = {runs[0]: len(a), runs[1]: len(b)}
     if not a and not b:
-        return {"steps_compared": 0, "status": "not_recorded", "steps": steps,
+        return {"steps_compared": 0, "status": Status.NOT_RECORDED, "steps": steps,
                 "first_divergence": None}
     by_step_b = {entry["step"]: entry for entry in b}
     compared = 0
@@ -82,9 +91,9 @@ def compare_trajectories(
         compared += 1
         divergence = _divergence_at(entry_a, entry_b, runs, rank)
         if divergence is not None:
-            return {"steps_compared": compared, "status": "different", "steps": steps,
+            return {"steps_compared": compared, "status": Status.DIFFERENT, "steps": steps,
                     "first_divergence": divergence}
-    status = "equal" if len(a) == len(b) else "length_differs"
+    status = Status.EQUAL if len(a) == len(b) else Status.LENGTH_DIFFERS
     return {"steps_compared": compared, "status": status, "steps": steps, "first_divergence": None}
 
 
@@ -96,9 +105,15 @@ def _divergence_at(
     loss_differs = None if loss_a is None or loss_b is None else loss_a != loss_b
     if not parameters and not loss_differs:
         return None
+    diagnosis = classify(a, b)
     divergence: FirstDivergence = {
         "step": int(a["step"]), "parameters": parameters, "loss_differs": loss_differs,
-        "rank": rank, "runs": list(runs), "cause": "unknown",
+        "rank": rank, "runs": list(runs), "cause": diagnosis.get("cause", Cause.UNKNOWN),
     }
-    divergence.update(classify(a, b))  # type: ignore[typeddict-item]
+    if "initial_parameters" in diagnosis:
+        divergence["initial_parameters"] = diagnosis["initial_parameters"]
+    if "gradients" in diagnosis:
+        divergence["gradients"] = diagnosis["gradients"]
+    if "note" in diagnosis:
+        divergence["note"] = diagnosis["note"]
     return divergence

@@ -62,7 +62,7 @@ class ToleranceConfig:
     @classmethod
     def from_document(cls, value: str | dict[str, Any] | None) -> ToleranceConfig:
         """From the config value: `"bitwise"` or `{atol, rtol, per_artifact}`."""
-        if value is None or value == "bitwise":
+        if value is None or isinstance(value, str):  # the schema allows only "bitwise"
             return cls()
         entries = tuple(ArtifactTolerance(**entry) for entry in value.get("per_artifact", []))
         return cls(False, float(value.get("atol", 0.0)), float(value.get("rtol", 0.0)), entries)
@@ -260,7 +260,8 @@ class Config:
         reference = dict(doc.get("reference") or {})
         if "device" in doc:
             reference["device"] = doc["device"]
-        optional_path = {key: Path(doc[key]) for key in ("baseline", "config_file") if doc.get(key)}
+        optional_path: dict[str, Any] = {
+            key: Path(doc[key]) for key in ("baseline", "config_file") if doc.get(key)}
         return cls(
             **{key: doc[key] for key in ("name", "seed", "runs", "timeout", "determinism",
                                          "fail_fast", "allow_fork_pull_requests")

@@ -126,7 +126,7 @@ def _format(path: Path, text: str, fmt: LockFormat | None, where: str) -> LockFo
     except ValueError:
         named = None
     if named in FORMATS:
-        return named  # type: ignore[return-value]
+        return named
     if named is not None:
         raise _lock_error(f"{where}: {named} is not supported; upgrade reads a uv.lock or a"
                           " pinned requirements file")
@@ -233,7 +233,7 @@ def _names(lines: list[Any]) -> set[str]:
 
 def _marker_environment() -> dict[str, str]:
     """The marker values of the running interpreter (the one environments are built from)."""
-    return {**default_environment(), "extra": ""}
+    return {**{key: str(value) for key, value in default_environment().items()}, "extra": ""}
 
 
 def _highest(versions: list[str]) -> str:

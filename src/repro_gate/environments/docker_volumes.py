@@ -128,6 +128,7 @@ class DockerEnvironments:
             raise ValueError("Docker environments need an image")
         client = connect()
         image = resolve_image(client, settings.image)
+        assert image.id is not None  # an image the daemon resolved has its ID
         network = settings.network if settings.network != "none" else DEFAULT_BUILD_NETWORK
         upgrade = config.upgrade
         environ = without_credentials(os.environ)

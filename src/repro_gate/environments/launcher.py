@@ -18,7 +18,7 @@ class InEnvironment:
     environment: PythonEnvironment
 
     @property
-    def name(self) -> str:  # type: ignore[override]
+    def name(self) -> str:
         return self.inner.name
 
     def python_executable(self) -> str:

@@ -145,6 +145,7 @@ class LocalEnvironments:
 
     def _create(self, path: Path) -> None:
         flag = ["--system-site-packages"] if self.inherit_site_packages else []
+        argv: list[str | Path]
         if self._uv:
             argv = [self._uv, "venv", "--quiet", "--no-project", "--python", self.base_python,
                     *flag, path]
@@ -160,6 +161,7 @@ class LocalEnvironments:
 
     def _install(self, path: Path) -> None:
         pins_file = path / PINS_FILE
+        argv: list[str | Path]
         if self._uv:
             argv = [self._uv, "pip", "install", "--python", _python(path), "--no-deps",
                     *self.index_args, "-r", pins_file]

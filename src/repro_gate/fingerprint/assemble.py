@@ -24,7 +24,8 @@ def deterministic_runs(in_process: dict[str, dict[str, Any] | None]) -> dict[str
     }
 
 
-def pick_source(in_process: dict[str, dict[str, Any] | None]) -> tuple[str | None, dict | None]:
+def pick_source(in_process: dict[str, dict[str, Any] | None]
+                ) -> tuple[str | None, dict[str, Any] | None]:
     """The run whose in-process facts describe the environment: the first deterministic one."""
     runs = deterministic_runs(in_process)
     if runs:
@@ -149,7 +150,7 @@ def _in_process_summary(in_process: dict[str, dict[str, Any] | None], source: st
                         ) -> dict[str, Any]:
     runs = deterministic_runs(in_process)
     dataloaders: dict[tuple[Any, Any], dict[str, Any]] = {}
-    errors = []
+    errors: list[str] = []
     for name, data in sorted(in_process.items()):
         if not isinstance(data, dict):
             continue

@@ -12,6 +12,7 @@ from repro_gate.fingerprint.nvml import parse_nvml, read_nvml
 
 def collect_cpu(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, Any]:
     """CPU model (from /proc/cpuinfo where there is one) and logical CPU counts."""
+    available: int | None
     try:
         available = len(os.sched_getaffinity(0))
     except AttributeError:

@@ -20,8 +20,8 @@ def collect_host(data_paths: Sequence[Path], workdir: Path, *, hash_data_files: 
     """Host-side facts; with `hash_data_files=False` data paths are only checked to exist;
     `gate_files` (the gate's lock and output directories) are no part of the code's state."""
     workdir = Path(workdir)
-    data_paths = [str(path) for path in data_paths]
-    data = hash_data(data_paths, workdir) if hash_data_files else list_data(data_paths, workdir)
+    paths = [str(path) for path in data_paths]
+    data = hash_data(paths, workdir) if hash_data_files else list_data(paths, workdir)
     return {
         "collected_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "hostname": socket.gethostname(),

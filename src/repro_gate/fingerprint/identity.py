@@ -104,7 +104,7 @@ def distributed_identity(distributed: dict[str, Any]) -> dict[str, Any]:
         "distributed_backend": distributed.get("backend"),
         "distributed_env": numeric_distributed_variables(distributed.get("variables") or {}),
     }
-    single = {"world_size": 1, "distributed_backend": None, "distributed_env": {}}
+    single: dict[str, Any] = {"world_size": 1, "distributed_backend": None, "distributed_env": {}}
     return {} if facts == single else facts
 
 

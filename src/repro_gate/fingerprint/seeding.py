@@ -84,7 +84,9 @@ def _settings(config: Config, probe: dict[str, Any] | None, seeded: set[Any]
             by_training = name.removeprefix("seed_") in seeded
             by_gate = True
         else:
-            seen = observed.get(name) if isinstance(observed.get(name), dict) else {}
+            seen = observed.get(name)
+            if not isinstance(seen, dict):
+                seen = {}
             by_training = bool(seen.get("training"))
             by_gate = bool(seen.get("gate", probe is None))
         out.append({"name": name, "applied_by_gate": by_gate, "set_by_training": by_training,

@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate.training_run import RunRecord
+from repro_gate.gate.verdict import Reason, reason
 from repro_gate.render.observed import limitation
 
 PYTHON_NAME = re.compile(r"(python|pypy)[0-9.]*(\.exe)?", re.IGNORECASE)
@@ -74,7 +75,7 @@ def check_run(record: RunRecord, command: str | Sequence[str] | None) -> None:
               {"artifacts": []})
 
 
-def check(evidence: Evidence | None, comparison: dict[str, Any]) -> None:
+def check(evidence: Evidence | None, comparison: Mapping[str, Any]) -> None:
     """Raise `probe_not_loaded` when a run was not observed and no artifact was compared."""
     if evidence is None or evidence.not_loaded is None or comparison["artifacts"]:
         return
@@ -85,12 +86,12 @@ def check(evidence: Evidence | None, comparison: dict[str, Any]) -> None:
     )
 
 
-def qualify(reasons: list[dict[str, str]], evidence: Evidence | None) -> list[dict[str, str]]:
+def qualify(reasons: list[Reason], evidence: Evidence | None) -> list[Reason]:
     """The verdict's reasons, the first saying when they rest on the artifacts only."""
     words = limitation(evidence.to_manifest() if evidence else None)
     if not words or not reasons:
         return reasons
-    first = {**reasons[0], "message": f"{reasons[0]['message']} ({words})"}
+    first = reason(reasons[0]["code"], f"{reasons[0]['message']} ({words})")
     return [first, *reasons[1:]]
 
 

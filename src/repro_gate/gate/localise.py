@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from repro_gate import probe
+from repro_gate.compare.document import Comparison
 from repro_gate.config import Config
 from repro_gate.errors import GateError, one_line
 from repro_gate.gate import training_run
@@ -37,7 +38,7 @@ def localise(
     config: Config,
     launcher: Launcher,
     state: GateState,
-    comparison: dict[str, Any],
+    comparison: Comparison,
     execute: Execute,
 ) -> None:
     """For a bitwise `forward` (or `backward`) divergence: run L, then set the divergence's
@@ -53,6 +54,7 @@ def localise(
         return
     step, rank = int(divergence["step"]), int(divergence.get("rank") or 0)
     name = RUN_NAME if all(r.name != RUN_NAME for r in state.records) else SPARE_RUN_NAME
+    found: dict[str, Any]
     try:
         spec = training_run.build_spec(config, launcher, name, "deterministic", max_steps=step)
         spec.env[probe.ENV_LOCALISE_STEP] = str(step)
@@ -71,7 +73,8 @@ def localise(
             return  # every module reproduced its output: the backward pass it stays
         divergence.pop("gradients", None)
         divergence["cause"] = "forward"
-    divergence.update(found)
+    divergence["module"] = found["module"]
+    divergence["localisation"] = found["localisation"]
 
 
 def outcome(record: training_run.RunRecord, step: int, rank: int) -> dict[str, Any]:

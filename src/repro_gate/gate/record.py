@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from repro_gate import fingerprint, manifest
+from repro_gate.compare.document import Comparison
 from repro_gate.compare.trajectory import compare_trajectories
 from repro_gate.config import Config
 from repro_gate.cost.estimate import cost_of_determinism
@@ -73,7 +74,7 @@ def _steps(alert: dict[str, Any]) -> list[int]:
     return [s for s in steps if isinstance(s, int) and not isinstance(s, bool) and s >= 1]
 
 
-def attach_op(comparison: dict[str, Any], ops: list[dict[str, Any]]) -> None:
+def attach_op(comparison: Comparison, ops: list[dict[str, Any]]) -> None:
     """Name the nondeterministic op seen during the first divergent step, if one was: for a
     divergence in the forward or backward pass (or of unknown cause), the likely culprit."""
     divergence = comparison.get("first_divergence")
@@ -115,7 +116,7 @@ def noise_floor(records: list[RunRecord]) -> dict[str, Any] | None:
 def assemble(
     config: Config,
     state: GateState,
-    comparison: dict[str, Any],
+    comparison: Comparison,
     started_at: str,
     wall_seconds: float,
 ) -> dict[str, Any]:
@@ -155,7 +156,7 @@ def assemble(
     return document
 
 
-def attach_unseeded(comparison: dict[str, Any], sections: dict[str, Any]) -> None:
+def attach_unseeded(comparison: Comparison, sections: dict[str, Any]) -> None:
     """A divergence of a training that left torch unseeded (or seeded it after creating its
     first parameter) names that as its cause: the diagnosis reads `first_divergence.unseeded`."""
     divergence = comparison.get("first_divergence")

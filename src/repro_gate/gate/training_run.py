@@ -145,7 +145,7 @@ def user_environment(config: Config) -> str:
 
 def run_environment(config: Config, mode: Mode, max_steps: int) -> dict[str, str]:
     """Variables of the probe contract for one run, then the user's `env` on top."""
-    env = {
+    env: dict[str, str] = {
         probe.ENV_MODE: mode,
         probe.ENV_DETERMINISM: config.determinism,
     }

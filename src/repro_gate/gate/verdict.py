@@ -6,6 +6,8 @@ import fnmatch
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
+from repro_gate.compare import status
+from repro_gate.compare.document import Comparison
 from repro_gate.compare.fields import parse_path
 from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import explain
@@ -18,7 +20,7 @@ ARTIFACT_DIFFERENT = "artifact_different"
 ARTIFACT_MISSING = "artifact_missing"
 NONDETERMINISTIC_OP_STRICT = "nondeterministic_op_strict"
 BITWISE_EQUAL = "bitwise_equal"
-WITHIN_TOLERANCE = "within_tolerance"
+WITHIN_TOLERANCE = status.WITHIN_TOLERANCE.value  # every artifact equal or within it
 COST_OVER_BUDGET = "cost_over_budget"  # `cost.max_pct` set and the whole interval lies above it
 REASON_CODES = frozenset({
     TRAJECTORY_DIVERGED,
@@ -34,7 +36,7 @@ REASON_CODES = frozenset({
 # Key names of values that change from run to run without being results: a failure on these
 # alone suggests `compare.ignore`.
 VOLATILE_NAMES = ("*_at", "*time*", "*timestamp*", "host*", "*run_id*", "date")
-UNFAILING_KEY_STATUSES = ("equal", "within_tolerance")
+UNFAILING_KEY_STATUSES = status.UNFAILING
 MAX_HINTED = 5
 
 
@@ -48,7 +50,7 @@ def reason(code: str, message: str) -> Reason:
     return {"code": code, "message": message}
 
 
-def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> list[Reason]:
+def failures(comparison: Comparison, strict_ops: list[dict[str, Any]]) -> list[Reason]:
     """Why the runs are not reproducible; empty when they are.
 
     Under a numeric tolerance the bitwise trajectory is evidence, not a verdict: the artifacts
@@ -61,14 +63,14 @@ def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> li
         found.append(reason(TRAJECTORY_DIVERGED, explain(divergence, multi_rank)))
     for item in comparison["artifacts"]:
         runs = item.get("runs", ["A", "B"])
-        if item["status"] == "different":
+        if item["status"] == status.DIFFERENT:
             found.append(reason(
                 ARTIFACT_DIFFERENT,
                 f"{item['path']} differs between runs {runs[0]} and {runs[1]}"
                 + _tensor_count(item) + _volatile_hint(item),
             ))
-        elif item["status"] in ("missing_in_a", "missing_in_b"):
-            present = runs[1] if item["status"] == "missing_in_a" else runs[0]
+        elif item["status"] in (status.MISSING_IN_A, status.MISSING_IN_B):
+            present = runs[1] if item["status"] == status.MISSING_IN_A else runs[0]
             found.append(reason(
                 ARTIFACT_MISSING, f"{item['path']} is present in run {present} only"
             ))
@@ -82,7 +84,7 @@ def failures(comparison: dict[str, Any], strict_ops: list[dict[str, Any]]) -> li
 
 
 def successes(
-    comparison: dict[str, Any], compared_runs: int, deterministic: bool = True
+    comparison: Comparison, compared_runs: int, deterministic: bool = True
 ) -> list[Reason]:
     """What was shown equal, saying whether bitwise or within tolerance (and `deterministic`
     runs only when the probe applied determinism)."""
@@ -90,7 +92,7 @@ def successes(
     steps = comparison["trajectory"]["steps_compared"]
     items = comparison["artifacts"]
     what = f"{steps} steps and {len(items)} artifacts" if steps else f"{len(items)} artifacts"
-    within = [a for a in items if a["status"] == "within_tolerance"]
+    within = [a for a in items if a["status"] == status.WITHIN_TOLERANCE]
     divergence = comparison.get("first_divergence")
     if not within and not divergence:
         return [reason(BITWISE_EQUAL,
@@ -123,7 +125,7 @@ def with_budget(
     return outcome, [*reasons, over]
 
 
-def _volatile_hint(item: dict[str, Any]) -> str:
+def _volatile_hint(item: Mapping[str, Any]) -> str:
     """`; only `finished_at` differs in …` when every differing key of a JSON/YAML artifact
     looks like a timestamp, host name or run id rather than a result."""
     keys = [k["key"] for k in item.get("keys", []) if k["status"] not in UNFAILING_KEY_STATUSES]
@@ -145,8 +147,8 @@ def _looks_volatile(key: str) -> bool:
     )
 
 
-def _tensor_count(item: dict[str, Any]) -> str:
-    tensors = [t for t in item.get("tensors", []) if t["status"] != "equal"]
+def _tensor_count(item: Mapping[str, Any]) -> str:
+    tensors = [t for t in item.get("tensors", []) if t["status"] != status.EQUAL]
     if not tensors:
         return ""
     worst = max((t.get("max_abs_diff") or 0.0 for t in tensors), default=0.0)

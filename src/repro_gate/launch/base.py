@@ -67,7 +67,10 @@ LineSink = Callable[[str], None]
 class Launcher(Protocol):
     """Starts a run, streams its output line by line to `sink`, waits for it to end."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """`local`, `docker`: which launcher ran the run (recorded in the manifest)."""
+        ...
 
     def python_executable(self) -> str:
         """The interpreter that runs the embedded reference training under this launcher."""

@@ -20,6 +20,7 @@ from typing import Any
 
 import docker
 import docker.errors
+import docker.models.images
 import docker.types
 import requests.exceptions
 
@@ -108,7 +109,10 @@ class DockerLauncher:
         translator: PathTranslator,
         environ: Mapping[str, str] | None = None,
     ) -> None:
+        if not settings.image:
+            raise ValueError("a Docker launcher needs an image")
         self.settings = settings
+        self.reference = settings.image  # the configured image, as written
         self.gate = gate
         self.client = client
         self.translator = translator
@@ -130,7 +134,7 @@ class DockerLauncher:
     def image(self) -> docker.models.images.Image:
         """The training image, resolved (and pulled if needed) once per gate run."""
         if self._image is None:
-            self._image = resolve_image(self.client, self.settings.image)
+            self._image = resolve_image(self.client, self.reference)
         return self._image
 
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
@@ -151,7 +155,7 @@ class DockerLauncher:
             container = self._create(image, argv, name, spec, environment, run_mounts.mounts,
                                      user)
             exit_code, timed_out = self._start_and_wait(container, spec, sink)
-            check_shell(container, spec, exit_code, self.settings.image)
+            check_shell(container, spec, exit_code, self.reference)
             state = _inspect_state(container)
         except BaseException:
             # Cancelled, or the gate failed: the container must not outlive the gate.
@@ -163,7 +167,7 @@ class DockerLauncher:
                 if not self.settings.keep:
                     _remove(container or self._find(name))
                 shutil.rmtree(staging, ignore_errors=True)
-        record = image_record(self.settings.image, image)
+        record = image_record(self.reference, image)
         return RunOutcome(
             exit_code=exit_code,
             wall_seconds=time.monotonic() - started,

@@ -8,11 +8,12 @@ what reaches the disk and what is read back from it. Its shape has its own versi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from repro_gate import validation
-from repro_gate.errors import ErrorKind, GateError
+from repro_gate.errors import ErrorKind, GateError, StrEnum
 from repro_gate.manifest.store import load_object, masked, write_json_atomic
 
 UPGRADE_FILE = "upgrade.json"
@@ -21,13 +22,30 @@ UPGRADE_SCHEMA_VERSION = 1
 SCHEMA = "upgrade"
 
 
-def write_upgrade(document: dict[str, Any], output_dir: Path) -> Path:
+class UpgradeVerdict(StrEnum):
+    """`verdict` of upgrade.json."""
+
+    SAME = "same"  # the numerics are kept (bit for bit or within the tolerance)
+    CHANGED = "changed"
+    NOT_REPRODUCIBLE = "not_reproducible"  # the training does not reproduce in the candidate
+    ERROR = "error"
+
+
+# The gate's verdict an upgrade verdict reads as: the action's `verdict` output, the check run's
+# conclusion, the icon.
+GATE_VERDICTS: dict[str, str] = {
+    UpgradeVerdict.SAME: "pass", UpgradeVerdict.CHANGED: "fail",
+    UpgradeVerdict.NOT_REPRODUCIBLE: "fail", UpgradeVerdict.ERROR: "error",
+}
+
+
+def write_upgrade(record: Mapping[str, Any], output_dir: Path) -> Path:
     """Mask, validate, then write `output_dir/upgrade.json` atomically and return its path.
 
     An invalid document raises GateError(kind="manifest_invalid") and is kept aside as
     `upgrade.invalid.json` for the bug report; an earlier `upgrade.json` is left as it was.
     """
-    document = masked(document)
+    document = masked(dict(record))
     try:
         validate_upgrade(document)
     except GateError:

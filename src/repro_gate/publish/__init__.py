@@ -31,7 +31,8 @@ class Publisher(Protocol):
         """The runs are about to start (a check run goes `in_progress`)."""
         ...
 
-    def finished(self, document: dict[str, Any], manifest_path: Path | None) -> dict[str, Any]:
+    def finished(self, document: Mapping[str, Any], manifest_path: Path | None
+                 ) -> dict[str, Any]:
         """The verdict is final and written: publish it; return the sections to add to it."""
         ...
 
@@ -49,7 +50,8 @@ class RuntimePublisher:
         if self.github is not None:
             self.github.started()
 
-    def finished(self, document: dict[str, Any], manifest_path: Path | None) -> dict[str, Any]:
+    def finished(self, document: Mapping[str, Any], manifest_path: Path | None
+                 ) -> dict[str, Any]:
         """GitHub, then the Pushgateway, then the Actions step (which shows both outcomes)."""
         sections: dict[str, Any] = {}
         if self.github is not None:
@@ -74,7 +76,7 @@ def with_report_retry(section: dict[str, Any], manifest_path: Path) -> dict[str,
     return {**section, "retry": retry}
 
 
-def _manifest_path(document: dict[str, Any]) -> Path:
+def _manifest_path(document: Mapping[str, Any]) -> Path:
     return Path(document["output_dir"]) / MANIFEST_NAME
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
@@ -59,6 +59,12 @@ def emit(line: str, stream: TextIO | None = None) -> None:
     out = stream or sys.stdout
     out.write(line + "\n")
     out.flush()
+
+
+def emit_all(lines: Iterable[str], stream: TextIO | None = None) -> None:
+    """Write each of `lines` as a workflow command."""
+    for line in lines:
+        emit(line, stream)
 
 
 def add_mask(value: str, stream: TextIO | None = None) -> None:
@@ -223,10 +229,10 @@ def publish(
     if not in_actions(env):
         return
     path = manifest_path if manifest_path is not None else default_manifest_path(manifest)
-    steps = (
+    steps: tuple[Callable[[], object], ...] = (
         lambda: set_outputs(outputs_for(manifest, path), env),
         lambda: write_summary(summary_markdown(manifest), env),
-        lambda: [emit(line, stream) for line in _annotations(manifest, workspace_root(env))],
+        lambda: emit_all(_annotations(manifest, workspace_root(env)), stream),
     )
     for step in steps:
         try:

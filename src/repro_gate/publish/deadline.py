@@ -46,19 +46,20 @@ class Deadline:
 
 def call_within(work: Callable[[], T], seconds: float, what: str) -> T:
     """`work()` run in a daemon thread; DeadlineExceeded after `seconds` without an answer."""
-    outcome: dict[str, object] = {}
+    values: list[T] = []
+    errors: list[BaseException] = []
 
     def target() -> None:
         try:
-            outcome["value"] = work()
+            values.append(work())
         except BaseException as error:  # handed to the caller, who decides
-            outcome["error"] = error
+            errors.append(error)
 
     worker = threading.Thread(target=target, name=f"repro-gate {what}", daemon=True)
     worker.start()
     worker.join(timeout=max(seconds, 0.0))
     if worker.is_alive():
         raise DeadlineExceeded(f"{what}: no answer within {seconds:.3g}s")
-    if "error" in outcome:
-        raise outcome["error"]  # type: ignore[misc]
-    return outcome["value"]  # type: ignore[return-value]
+    if errors:
+        raise errors[0]
+    return values[0]

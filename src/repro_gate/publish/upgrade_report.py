@@ -20,13 +20,12 @@ from typing import Any, TextIO
 
 from repro_gate import notices
 from repro_gate.config import Config
+from repro_gate.manifest.upgrade_document import GATE_VERDICTS, UpgradeVerdict
 from repro_gate.publish import actions
 from repro_gate.publish.github.reporter import GitHubReporter, Rendering
 from repro_gate.render.markdown import COMMENT_LIMIT, truncate
 
 CHECK_NAME_PREFIX = "repro-gate upgrade / "
-# The upgrade verdict as the action's documented `verdict` output (and the check's conclusion).
-GATE_VERDICTS = {"same": "pass", "changed": "fail", "not_reproducible": "fail", "error": "error"}
 
 
 def check_name(gate: str) -> str:
@@ -94,9 +93,9 @@ def outputs_for(document: Mapping[str, Any], path: Path | None) -> dict[str, str
     }
 
 
-def annotations(document: Mapping[str, Any]) -> list[str]:
+def changed_annotations(document: Mapping[str, Any]) -> list[str]:
     """An `::error` on the step when the numerics changed: the title says which package."""
-    if document.get("verdict") != "changed":
+    if document.get("verdict") != UpgradeVerdict.CHANGED:
         return []
     return [actions.command("error", title(document), title="repro-gate upgrade: numerics changed")]
 
@@ -113,7 +112,7 @@ def publish_to_actions(
     steps: tuple[Callable[[], object], ...] = (
         lambda: actions.set_outputs(outputs_for(document, path), environ),
         lambda: actions.write_summary(report(document), environ),
-        lambda: [actions.emit(line, stream) for line in annotations(document)],
+        lambda: actions.emit_all(changed_annotations(document), stream),
     )
     for step in steps:
         try:
@@ -135,7 +134,8 @@ class UpgradePublisher:
         if self.github is not None:
             self.github.started()
 
-    def finished(self, document: dict[str, Any], manifest_path: Path | None) -> dict[str, Any]:
+    def finished(self, document: Mapping[str, Any], manifest_path: Path | None
+                 ) -> dict[str, Any]:
         """Post the report; returns `{"reporting": …}` when GitHub reporting was set up."""
         sections: dict[str, Any] = {}
         if self.github is not None:

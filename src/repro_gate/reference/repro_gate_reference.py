@@ -43,7 +43,8 @@ class ReferenceNet(nn.Module):
         # Sum samples into buckets: index_add_ uses atomics on CUDA unless determinism is on.
         pooled = features.new_zeros(self.buckets, features.shape[1])
         pooled.index_add_(0, bucket_of, features)
-        return self.head(features + pooled[bucket_of]).squeeze(1)
+        predicted: torch.Tensor = self.head(features + pooled[bucket_of]).squeeze(1)
+        return predicted
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

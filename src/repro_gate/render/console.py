@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from repro_gate.compare.status import Status
 from repro_gate.fingerprint import diff_lines
 from repro_gate.render import cost_text, observed, seeding_text
 from repro_gate.render.diagnosis import facts
@@ -47,12 +49,12 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
     return "\n".join(lines)
 
 
-def comparison_lines(comparison: dict[str, Any]) -> list[str]:
+def comparison_lines(comparison: Mapping[str, Any]) -> list[str]:
     """What was compared, per artifact, and the first divergent step."""
     return _compared(comparison) + _divergence(comparison)
 
 
-def _compared(comparison: dict[str, Any]) -> list[str]:
+def _compared(comparison: Mapping[str, Any]) -> list[str]:
     items = comparison["artifacts"]
     if not items and not comparison["trajectory"]["steps_compared"]:
         return []
@@ -69,8 +71,8 @@ def _compared(comparison: dict[str, Any]) -> list[str]:
 
 
 def _artifact_summary(item: dict[str, Any]) -> str:
-    status = item["status"].replace("_", " ")
-    tensors = [t for t in item.get("tensors", []) if t["status"] != "equal"]
+    status = str(item["status"]).replace("_", " ")
+    tensors = [t for t in item.get("tensors", []) if t["status"] != Status.EQUAL]
     if tensors:
         worst = tensors[0]
         status += (
@@ -78,7 +80,7 @@ def _artifact_summary(item: dict[str, Any]) -> str:
             f" ({worst.get('differing_elements', '?')} elements, max abs diff"
             f" {_number(worst.get('max_abs_diff'))}, max ULP {worst.get('max_ulp')})"
         )
-    keys = [k for k in item.get("keys", []) if k["status"] != "equal"]
+    keys = [k for k in item.get("keys", []) if k["status"] != Status.EQUAL]
     if keys:
         status += f": {len(keys)} keys differ, first {keys[0]['key']}"
     if item.get("note"):
@@ -96,7 +98,7 @@ def _ignored(item: dict[str, Any]) -> list[str]:
     return [f"      ignored (compare.ignore): {', '.join(names)}{more}"]
 
 
-def _divergence(comparison: dict[str, Any]) -> list[str]:
+def _divergence(comparison: Mapping[str, Any]) -> list[str]:
     divergence = comparison.get("first_divergence")
     if not divergence:
         return []

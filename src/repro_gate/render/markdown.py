@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from repro_gate.compare.status import Status
 from repro_gate.render import observed, seeding_text
 from repro_gate.render.cost_text import over_budget_only
 from repro_gate.render.diagnosis import explain, headline
@@ -80,7 +81,7 @@ def _title(manifest: Mapping[str, Any]) -> str:
                 f"{rank_text(comparison)}{suffix}"
             )
         artifacts = as_list(comparison.get("artifacts"))
-        differing = [a for a in artifacts if as_mapping(a).get("status") == "different"]
+        differing = [a for a in artifacts if as_mapping(a).get("status") == Status.DIFFERENT]
         if differing:
             total = len(artifacts)
             return one_line(f"not reproducible · {len(differing)} of {total} artifacts differ")

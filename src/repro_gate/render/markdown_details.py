@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from repro_gate.compare.status import UNFAILING
 from repro_gate.render.markdown_text import (
     TABLE_ROWS,
     as_list,
@@ -42,7 +43,7 @@ def tensor_details(manifest: Mapping[str, Any]) -> str:
         differing = [
             as_mapping(t)
             for t in as_list(artifact.get("tensors"))
-            if as_mapping(t).get("status") not in ("equal", "within_tolerance")
+            if as_mapping(t).get("status") not in UNFAILING
         ]
         if not differing:
             continue

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from repro_gate.compare.status import UNFAILING, Status
 from repro_gate.compare.structured import is_number
 from repro_gate.fingerprint import diff_lines
 from repro_gate.render.diagnosis import facts
@@ -29,13 +30,13 @@ from repro_gate.render.markdown_text import (
 )
 from repro_gate.workspace import repository_path, workspace_root
 
-STATUS_ICONS = {
-    "equal": "✅",
-    "within_tolerance": "☑️",
-    "different": "❌",
-    "missing_in_a": "❓",
-    "missing_in_b": "❓",
-    "not_compared": "⏭️",
+STATUS_ICONS: dict[str, str] = {
+    Status.EQUAL: "✅",
+    Status.WITHIN_TOLERANCE: "☑️",
+    Status.DIFFERENT: "❌",
+    Status.MISSING_IN_A: "❓",
+    Status.MISSING_IN_B: "❓",
+    Status.NOT_COMPARED: "⏭️",
 }
 CHECK_ICONS = {"pass": "✅", "warn": "⚠️", "fail": "❌", "deferred": "⏭️"}
 REASON_CHARACTERS = 400  # a reason's sentence names the cause and its fix: keep it whole
@@ -126,15 +127,15 @@ def _detail_with_ignored(artifact: Mapping[str, Any]) -> str:
 def _artifact_detail(artifact: Mapping[str, Any]) -> str:
     tensors = [as_mapping(t) for t in as_list(artifact.get("tensors"))]
     if tensors:
-        differing = [t for t in tensors if t.get("status") not in ("equal", "within_tolerance")]
+        differing = [t for t in tensors if t.get("status") not in UNFAILING]
         text = f"{len(differing)} of {len(tensors)} tensors differ"
-        worst = [t.get("max_abs_diff") for t in differing if is_number(t.get("max_abs_diff"))]
+        worst = [diff for t in differing if is_number(diff := t.get("max_abs_diff"))]
         if worst:
             text += f", max abs diff {max(worst):.3g}"
         return text
     keys = [as_mapping(k) for k in as_list(artifact.get("keys"))]
     if keys:
-        differing_keys = [str(k.get("key")) for k in keys if k.get("status") == "different"]
+        differing_keys = [str(k.get("key")) for k in keys if k.get("status") == Status.DIFFERENT]
         return f"{len(differing_keys)} of {len(keys)} keys differ" + (
             f": {', '.join(differing_keys[:3])}" if differing_keys else ""
         )

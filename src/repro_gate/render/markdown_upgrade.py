@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from repro_gate.errors import printable
+from repro_gate.manifest.upgrade_document import GATE_VERDICTS, UpgradeVerdict
 from repro_gate.render.markdown import CHECK_TEXT_LIMIT, VERDICT_ICONS
 from repro_gate.render.markdown_text import TABLE_ROWS, cell, more_text, one_line
 from repro_gate.render.upgrade_console import (
@@ -40,8 +41,6 @@ from repro_gate.render.upgrade_console import (
     versions_text,
 )
 
-# The gate's verdict an upgrade verdict reads as (the action's `verdict` output), for the icon.
-GATE_VERDICTS = {"same": "pass", "changed": "fail", "not_reproducible": "fail", "error": "error"}
 CUT_NOTE = "\n\n*… cut here: the full report is in upgrade.json.*\n"
 # Characters Markdown or HTML give a meaning to in running text; each is escaped by a backslash.
 MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]<>|~&])")
@@ -51,7 +50,7 @@ MENTION = "@\u200b"  # a zero-width space after "@": GitHub notifies nobody
 def title(document: Mapping[str, Any]) -> str:
     """One line for the check run's title: the verdict in words and what it points at."""
     verdict = document["verdict"]
-    if verdict == "changed":
+    if verdict == UpgradeVerdict.CHANGED:
         found = groups(document)
         if not found:
             return _line(f"numerics changed · {culprits_words(document)}")
@@ -59,9 +58,9 @@ def title(document: Mapping[str, Any]) -> str:
         step = found[0].divergence
         where = f" (step {step['step']})" if step is not None else ""
         return _line(f"numerics changed · {members_text(found[0])}{where}{more}")
-    if verdict == "same":
+    if verdict == UpgradeVerdict.SAME:
         return _line(f"numerics kept · {kept_how(document['numerics'])}, reproducible")
-    if verdict == "not_reproducible":
+    if verdict == UpgradeVerdict.NOT_REPRODUCIBLE:
         candidate = document["reproducibility"].get("candidate") or {}
         why = first_message(candidate.get("reasons")) or first_message(document["reasons"])
         return _line(f"candidate not reproducible · {why}")
@@ -114,7 +113,7 @@ def _verdict_line(document: Mapping[str, Any]) -> str:
 
 
 def _why(document: Mapping[str, Any]) -> str:
-    if document["verdict"] in ("same", "error"):
+    if document["verdict"] in (UpgradeVerdict.SAME, UpgradeVerdict.ERROR):
         return ""  # the heading says it all, or the reasons below do
     lines = [f"**Why:** {text(headline(document))}."]
     found = groups(document)
@@ -148,7 +147,7 @@ def _members(group: Group, in_table: bool = True) -> str:
 
 
 def _reasons(document: Mapping[str, Any]) -> str:
-    if document["verdict"] == "same":
+    if document["verdict"] == UpgradeVerdict.SAME:
         return ""
     lines = [f"- {code(r['code'], False)}: {text(r['message'])}" for r in document["reasons"]]
     return "**Reasons**\n\n" + "\n".join(lines) if lines else ""
@@ -187,7 +186,8 @@ def _changes(document: Mapping[str, Any]) -> str:
     ]
     table = ("| Package | Old | New | Kind | Dependency |\n|---|---|---|---|---|\n"
              + "\n".join(rows) + more_text(len(changes), "changes"))
-    return _folded(f"Changes ({len(changes)})", table, open_=document["verdict"] != "same")
+    return _folded(f"Changes ({len(changes)})", table,
+                   open_=document["verdict"] != UpgradeVerdict.SAME)
 
 
 def _trials(document: Mapping[str, Any]) -> str:

@@ -18,8 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from repro_gate.compare.status import Numerics
 from repro_gate.compare.structured import is_number
 from repro_gate.errors import printable
+from repro_gate.manifest.upgrade_document import UpgradeVerdict
 from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import headline as cause_headline
 from repro_gate.render.diagnosis import names_text, op_location
@@ -30,10 +32,10 @@ MAX_CHANGES = 10  # changes listed one a line; beyond this, the direct ones and 
 MAX_OPS = 5  # new nondeterministic ops listed
 MAX_GROUPS = 5  # culprit groups shown with their evidence
 VERDICT_WORDS = {
-    "same": "SAME",
-    "changed": "CHANGED",
-    "not_reproducible": "NOT REPRODUCIBLE",
-    "error": "ERROR",
+    UpgradeVerdict.SAME: "SAME",
+    UpgradeVerdict.CHANGED: "CHANGED",
+    UpgradeVerdict.NOT_REPRODUCIBLE: "NOT REPRODUCIBLE",
+    UpgradeVerdict.ERROR: "ERROR",
 }
 SEARCH_WORDS = {
     "found": "found",
@@ -66,7 +68,7 @@ class Group:
     artifact: str | None
 
 
-def render(document: dict[str, Any], shown_path: str | None) -> str:
+def render(document: Mapping[str, Any], shown_path: str | None) -> str:
     """The report, one line each fact; `shown_path` is upgrade.json as the user should see it."""
     verdict = document["verdict"]
     lines = [f"{PREFIX}: {VERDICT_WORDS[verdict]}: {headline(document)}"]
@@ -86,20 +88,21 @@ def render(document: dict[str, Any], shown_path: str | None) -> str:
 def headline(document: Mapping[str, Any]) -> str:
     """The verdict in words, without the verdict's label."""
     verdict = document["verdict"]
-    if verdict == "same":
+    if verdict == UpgradeVerdict.SAME:
         how = kept_how(document["numerics"])
         return f"the upgrade keeps the numerics ({how}) and the training reproducible"
-    if verdict == "changed":
+    if verdict == UpgradeVerdict.CHANGED:
         return "numerics changed: " + culprits_words(document)
-    if verdict == "not_reproducible":
-        also = ", and its numerics changed" if document["numerics"]["status"] == "changed" else ""
+    if verdict == UpgradeVerdict.NOT_REPRODUCIBLE:
+        changed = document["numerics"]["status"] == Numerics.CHANGED
+        also = ", and its numerics changed" if changed else ""
         return f"the training is not reproducible in the candidate environment{also}"
     return "the upgrade check could not decide"
 
 
 def kept_how(numerics: Mapping[str, Any]) -> str:
     """How numerics that are the same are the same: `bit for bit` or `within tolerance`."""
-    return "within tolerance" if numerics["status"] == "within_tolerance" else "bit for bit"
+    return "within tolerance" if numerics["status"] == Numerics.WITHIN_TOLERANCE else "bit for bit"
 
 
 def groups(document: Mapping[str, Any]) -> list[Group]:
@@ -195,7 +198,7 @@ def reproducibility_text(summary: Mapping[str, Any] | None) -> str:
 def numerics_text(numerics: Mapping[str, Any]) -> str:
     """`changed (bitwise)`, `within tolerance (atol 1e-06, rtol 1e-05)`, ..."""
     status = str(numerics["status"]).replace("_", " ")
-    if numerics["status"] == "not_compared":
+    if numerics["status"] == Numerics.NOT_COMPARED:
         return status
     return f"{status} ({tolerance_text(numerics['tolerance'])})"
 

@@ -52,7 +52,7 @@ class Refusal(Exception):
 def read_nvml() -> dict[str, Any]:
     """Raw NVML values of the visible GPUs, or {"error": reason}."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
     except ImportError:
         return {"error": "pynvml is not installed"}
     try:

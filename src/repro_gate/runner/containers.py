@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -199,19 +200,19 @@ class Daemon:
         for item in found:
             name = (item.get("Names") or [item["Id"][:12]])[0].lstrip("/")
             with contextlib.suppress(Missing):
-                self._call(f"remove {name}", lambda item=item: self.client.api.remove_container(
-                    item["Id"], force=True, v=True))
+                self._call(f"remove {name}", partial(
+                    self.client.api.remove_container, item["Id"], force=True, v=True))
             names.append(name)
         volumes = self._call("list volumes", lambda: self.client.api.volumes(filters=filters))
         for volume in (volumes or {}).get("Volumes") or []:
             with contextlib.suppress(Missing):
-                self._call("remove volume", lambda v=volume: self.client.api.remove_volume(
-                    v["Name"], force=True))
+                self._call("remove volume", partial(
+                    self.client.api.remove_volume, volume["Name"], force=True))
         for network in self._call("list networks", lambda: self.client.api.networks(
                 filters=filters)):
             with contextlib.suppress(Missing):
-                self._call("remove network", lambda n=network: self.client.api.remove_network(
-                    n["Id"]))
+                self._call("remove network", partial(
+                    self.client.api.remove_network, network["Id"]))
         return names
 
     def copy_output(self, container: str, line: Callable[[str], None]) -> OutputCopy:

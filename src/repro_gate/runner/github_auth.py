@@ -119,7 +119,7 @@ def rs256_signer() -> Callable[[bytes, Path], bytes]:
     RS256, when installed; else by the openssl command."""
     try:
         from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import padding
+        from cryptography.hazmat.primitives.asymmetric import padding, rsa
     except ImportError:
         openssl = shutil.which("openssl")
         if openssl is None:
@@ -131,7 +131,9 @@ def rs256_signer() -> Callable[[bytes, Path], bytes]:
     def sign(data: bytes, key: Path) -> bytes:
         try:
             private = serialization.load_pem_private_key(key.read_bytes(), password=None)
-            return private.sign(data, padding.PKCS1v15(), hashes.SHA256())  # type: ignore[call-arg, union-attr]
+            if not isinstance(private, rsa.RSAPrivateKey):
+                raise TypeError(f"RS256 needs an RSA key, not {type(private).__name__}")
+            return private.sign(data, padding.PKCS1v15(), hashes.SHA256())
         except (OSError, ValueError, TypeError, AttributeError) as error:
             raise ConfigError(f"github.auth.app.private_key_file {key}: cannot sign with it:"
                               f" {one_line(error)}") from None

@@ -230,7 +230,8 @@ def _health(section: dict[str, Any]) -> HealthSettings:
 def _metrics_listen(document: dict[str, Any]) -> str | None:
     """`HOST:PORT` of the /metrics endpoint; `metrics: {listen: null}` turns it off."""
     metrics = document.get("metrics") or {}
-    return metrics.get("listen", DEFAULT_METRICS_LISTEN)
+    listen: str | None = metrics.get("listen", DEFAULT_METRICS_LISTEN)
+    return listen
 
 
 def _existing_file(path: Path, key: str, source: str) -> Path:

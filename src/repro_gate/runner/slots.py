@@ -105,7 +105,8 @@ def _listed(devices: list[Raw], settings: SlotSettings) -> list[Slot]:
     for device in devices:
         uuid, name = _text(device.get("uuid")), _text(device.get("name"))
         models[normalize_uuid(uuid)] = (name or "", None)
-        for mig in device.get("mig_devices") if isinstance(device.get("mig_devices"), list) else []:
+        migs = device.get("mig_devices")
+        for mig in migs if isinstance(migs, list) else []:
             models[normalize_uuid(_text(mig.get("uuid")))] = (_text(mig.get("name")) or "", uuid)
     slots = []
     for index, uuid in enumerate(settings.uuids):

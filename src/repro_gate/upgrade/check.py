@@ -18,12 +18,14 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from repro_gate import notices
 from repro_gate.compare.run_pair import compare_runs
+from repro_gate.compare.status import Numerics
 from repro_gate.config import Config, ToleranceConfig
 from repro_gate.environments import BuildEnvironment, LocalEnvironments, find_lock, read_lock
 from repro_gate.environments.launcher import InEnvironment, python_environment
@@ -48,12 +50,13 @@ from repro_gate.gate.training_run import RunRecord
 from repro_gate.launch import cancel
 from repro_gate.launch.base import Launcher
 from repro_gate.manifest.store import write_text_atomic
-from repro_gate.manifest.upgrade_document import UPGRADE_FILE, write_upgrade
+from repro_gate.manifest.upgrade_document import UPGRADE_FILE, UpgradeVerdict, write_upgrade
 from repro_gate.publish import Publisher
 from repro_gate.render import markdown_upgrade
 from repro_gate.upgrade import UpgradeRequest, change_set, compute_candidate, given_candidate
 from repro_gate.upgrade import record as upgrade_record
 from repro_gate.upgrade.culprits import find_culprits
+from repro_gate.upgrade.record import UpgradeRecord
 from repro_gate.upgrade.state import Role, UpgradeState
 from repro_gate.upgrade.trials import (
     BASELINE_SIDE,
@@ -65,8 +68,8 @@ from repro_gate.upgrade.trials import (
     side,
 )
 
-EXIT_CODES = {"same": EXIT_PASS, "changed": EXIT_FAIL, "not_reproducible": EXIT_FAIL,
-              "error": EXIT_ERROR}
+EXIT_CODES = {UpgradeVerdict.SAME: EXIT_PASS, UpgradeVerdict.CHANGED: EXIT_FAIL,
+              UpgradeVerdict.NOT_REPRODUCIBLE: EXIT_FAIL, UpgradeVerdict.ERROR: EXIT_ERROR}
 UPGRADE_MARKDOWN = "upgrade.md"
 UPGRADE_SUBDIR = "upgrade"  # in the output directory: both gates, the trials, the candidate
 
@@ -88,7 +91,7 @@ class UpgradeOptions:
 
 @dataclass
 class UpgradeOutcome:
-    document: dict[str, Any]
+    document: UpgradeRecord
     path: Path | None
     exit_code: int
 
@@ -99,7 +102,8 @@ class SilentPublisher:
     def started(self) -> None:
         return None
 
-    def finished(self, document: dict[str, Any], manifest_path: Path | None) -> dict[str, Any]:
+    def finished(self, document: Mapping[str, Any], manifest_path: Path | None
+                 ) -> dict[str, Any]:
         return {}
 
 
@@ -116,7 +120,7 @@ def run_upgrade(config: Config, options: UpgradeOptions, open_launcher: Launcher
         state.error = internal_error(error, config.output_dir)
     cancel.ignore_from_now()
     document, path = _record(config, state)
-    document.update(publisher.finished(document, path))
+    _publish(document, path, publisher)
     if path is not None:
         path = _rewrite(document, config.output_dir) or path
     if options.write_lock and document["verdict"] != "error" and state.candidate_kept:
@@ -133,8 +137,15 @@ def configuration_error(error: GateError, workdir: Path, output_dir: Path,
     state = UpgradeState(started_at=now(), started=time.monotonic(), error=error)
     config = Config(workdir=workdir, output_dir=output_dir)
     document, path = _record(config, state)
-    document.update(publisher.finished(document, path))
+    _publish(document, path, publisher)
     return UpgradeOutcome(document, path, EXIT_ERROR)
+
+
+def _publish(document: UpgradeRecord, path: Path | None, publisher: Publisher) -> None:
+    """Publish the record; GitHub's `reporting` section, the one an upgrade gets, joins it."""
+    sections = publisher.finished(document, path)
+    if "reporting" in sections:
+        document["reporting"] = sections["reporting"]
 
 
 def _check(config: Config, options: UpgradeOptions, open_launcher: LauncherFactory,
@@ -162,7 +173,7 @@ def _check(config: Config, options: UpgradeOptions, open_launcher: LauncherFacto
     if not reproducible(state.gates["candidate"].manifest):
         return
     _compare_numerics(config, state)
-    if state.numerics_status == "changed":
+    if state.numerics_status == Numerics.CHANGED:
         _search(config, launcher, build, state, sink_for)
 
 
@@ -256,7 +267,7 @@ def _search(config: Config, launcher: Launcher, build: BuildEnvironment, state: 
         state.confirmations.append(trials.confirm(group, number))
 
 
-def _record(config: Config, state: UpgradeState) -> tuple[dict[str, Any], Path | None]:
+def _record(config: Config, state: UpgradeState) -> tuple[UpgradeRecord, Path | None]:
     """Write upgrade.json and upgrade.md for the verdict. When either cannot be written (a
     record that fails its schema, a write that fails), that is the error (exit 2), recorded in
     an upgrade.json in their place: the whole record with the verdict `error`, else the error
@@ -281,7 +292,7 @@ def _record(config: Config, state: UpgradeState) -> tuple[dict[str, Any], Path |
     return document, None
 
 
-def _write_both(document: dict[str, Any], output_dir: Path) -> Path:
+def _write_both(document: UpgradeRecord, output_dir: Path) -> Path:
     path = write_upgrade(document, output_dir)
     write_text_atomic(output_dir / UPGRADE_MARKDOWN, markdown_upgrade.report(document))
     return path
@@ -301,7 +312,7 @@ def _not_recorded(failure: GateError | OSError, earlier: GateError | None) -> Ga
     return GateError(message, kind=kind)
 
 
-def _rewrite(document: dict[str, Any], output_dir: Path) -> Path | None:
+def _rewrite(document: UpgradeRecord, output_dir: Path) -> Path | None:
     """Add the publishing sections; the first upgrade.json stays if that fails."""
     try:
         return write_upgrade(document, output_dir)
@@ -310,7 +321,7 @@ def _rewrite(document: dict[str, Any], output_dir: Path) -> Path | None:
         return None
 
 
-def _write_markdown(document: dict[str, Any], output_dir: Path) -> None:
+def _write_markdown(document: UpgradeRecord, output_dir: Path) -> None:
     """upgrade.md of an error already recorded in upgrade.json: a warning if it fails."""
     try:
         write_text_atomic(output_dir / UPGRADE_MARKDOWN, markdown_upgrade.report(document))

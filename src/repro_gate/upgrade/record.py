@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
-from typing import Any
+from typing import Any, TypedDict
 
 from repro_gate import __version__
+from repro_gate.compare.document import Comparison
+from repro_gate.compare.status import Numerics
 from repro_gate.config import Config
 from repro_gate.environments import Environment, Lock
 from repro_gate.fingerprint.environment_diff import environment_diff
 from repro_gate.gate.pipeline import GateOutcome
 from repro_gate.gate.record import now
+from repro_gate.gate.verdict import Reason, reason
 from repro_gate.manifest.header import TOOL_NAME
-from repro_gate.manifest.upgrade_document import UPGRADE_SCHEMA_VERSION
+from repro_gate.manifest.upgrade_document import UPGRADE_SCHEMA_VERSION, UpgradeVerdict
 from repro_gate.upgrade.state import UpgradeState
 from repro_gate.upgrade.trials import TrialRun
 
@@ -21,7 +24,42 @@ NUMERICS_CHANGED = "numerics_changed"
 CANDIDATE_NOT_REPRODUCIBLE = "candidate_not_reproducible"
 
 
-def assemble(config: Config, state: UpgradeState) -> dict[str, Any]:
+class NumericsSection(TypedDict):
+    """`numerics`: the baseline's run A against the candidate's, under the check's tolerance."""
+
+    status: Numerics
+    tolerance: str | dict[str, Any]
+    comparison: Comparison | None
+
+
+class _Record(TypedDict):
+    schema_version: int
+    tool: dict[str, str]
+    gate: str
+    started_at: str
+    finished_at: str
+    verdict: UpgradeVerdict
+    reasons: list[Reason]
+    output_dir: str
+    baseline: dict[str, Any]
+    candidate: dict[str, Any]
+    changes: list[dict[str, Any]]
+    numerics: NumericsSection
+    reproducibility: dict[str, Any]
+    culprits: list[dict[str, Any]]
+    culprit_search: dict[str, Any]
+    bisect_runs: int
+    fingerprint_diff: dict[str, Any] | None
+    runs: list[dict[str, Any]]
+
+
+class UpgradeRecord(_Record, total=False):
+    """upgrade.json (schemas/upgrade.schema.json); `reporting` once GitHub was reported to."""
+
+    reporting: dict[str, Any]
+
+
+def assemble(config: Config, state: UpgradeState) -> UpgradeRecord:
     verdict, reasons = _verdict(state)
     return {
         "schema_version": UPGRADE_SCHEMA_VERSION,
@@ -47,22 +85,22 @@ def assemble(config: Config, state: UpgradeState) -> dict[str, Any]:
     }
 
 
-def _verdict(state: UpgradeState) -> tuple[str, list[dict[str, str]]]:
+def _verdict(state: UpgradeState) -> tuple[UpgradeVerdict, list[Reason]]:
     if state.error is not None:
-        return "error", [{"code": str(state.error.kind), "message": state.error.message}]
+        return UpgradeVerdict.ERROR, [reason(str(state.error.kind), state.error.message)]
     candidate = state.gates.get("candidate")
-    if candidate is not None and state.numerics_status == "not_compared":
+    if candidate is not None and state.numerics_status == Numerics.NOT_COMPARED:
         first = candidate.manifest["reasons"][0]["message"]
-        return "not_reproducible", [{
-            "code": CANDIDATE_NOT_REPRODUCIBLE,
-            "message": f"the training is not reproducible in the candidate environment: {first}"}]
-    if state.numerics_status == "changed":
-        return "changed", [{"code": NUMERICS_CHANGED, "message": _changed_message(state)}]
-    return "same", []
+        return UpgradeVerdict.NOT_REPRODUCIBLE, [reason(
+            CANDIDATE_NOT_REPRODUCIBLE,
+            f"the training is not reproducible in the candidate environment: {first}")]
+    if state.numerics_status == Numerics.CHANGED:
+        return UpgradeVerdict.CHANGED, [reason(NUMERICS_CHANGED, _changed_message(state))]
+    return UpgradeVerdict.SAME, []
 
 
 def _changed_message(state: UpgradeState) -> str:
-    divergence = (state.comparison or {}).get("first_divergence")
+    divergence = state.comparison["first_divergence"] if state.comparison else None
     if divergence:
         parameters = divergence.get("parameters") or []
         shown = ", ".join(parameters[:3]) + (f" and {len(parameters) - 3} more"
@@ -142,7 +180,8 @@ def _culprits(state: UpgradeState) -> list[dict[str, Any]]:
     for index, group in enumerate(state.search.groups):
         evidence = _evidence(state, group, index)
         largest = _largest_difference(evidence.comparison if evidence else None)
-        divergence = (evidence.comparison or {}).get("first_divergence") if evidence else None
+        compared = evidence.comparison if evidence else None
+        divergence = compared["first_divergence"] if compared else None
         for name in group:
             change = changes[name]
             entries.append({"name": name, "old": change.old, "new": change.new,
@@ -159,11 +198,11 @@ def _evidence(state: UpgradeState, group: tuple[str, ...], index: int) -> TrialR
     return next((trial for trial in done if set(trial.packages) == set(group)), None)
 
 
-def _largest_difference(comparison: dict[str, Any] | None) -> dict[str, Any]:
+def _largest_difference(comparison: Comparison | None) -> dict[str, Any]:
     """The largest tensor difference over the artifacts: max abs, its artifact, rel and ULP."""
     found: dict[str, Any] = {"max_abs_diff": None, "max_rel_diff": None, "max_ulp_diff": None,
                              "artifact": None}
-    for item in (comparison or {}).get("artifacts", []):
+    for item in comparison["artifacts"] if comparison else []:
         for tensor in item.get("tensors", []):
             value = tensor.get("max_abs_diff")
             if not _finite(value) or (found["max_abs_diff"] is not None

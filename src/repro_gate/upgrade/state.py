@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from repro_gate.compare.document import Comparison
+from repro_gate.compare.status import Numerics
 from repro_gate.environments import Environment, Lock
 from repro_gate.errors import GateError
 from repro_gate.gate.pipeline import GateOutcome
@@ -28,8 +30,8 @@ class UpgradeState:
     changes: list[Change] = field(default_factory=list)
     environments: dict[Role, Environment] = field(default_factory=dict)
     gates: dict[Role, GateOutcome] = field(default_factory=dict)
-    comparison: dict[str, Any] | None = None  # baseline run A against candidate run A
-    numerics_status: str = "not_compared"
+    comparison: Comparison | None = None  # baseline run A against candidate run A
+    numerics_status: Numerics = Numerics.NOT_COMPARED
     trials: Trials | None = None
     search: Search | None = None
     confirmations: list[TrialRun] = field(default_factory=list)  # one per culprit group

@@ -12,11 +12,11 @@ import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from repro_gate import probe
+from repro_gate.compare.document import Comparison
 from repro_gate.compare.run_pair import RunSide, compare_runs
-from repro_gate.compare.status import WITHIN_TOLERANCE
+from repro_gate.compare.status import WITHIN_TOLERANCE, Numerics
 from repro_gate.compare.tolerance import Tolerance
 from repro_gate.config import Config, ToleranceConfig
 from repro_gate.environments import BuildEnvironment, Environment, Lock
@@ -47,18 +47,18 @@ def built(build: BuildEnvironment, pins: dict[str, str], what: str,
         return build(pins)
 
 
-def numerics_status(comparison: dict[str, Any], tolerance: ToleranceConfig,
-                    loss_step: int | None) -> str:
+def numerics_status(comparison: Comparison, tolerance: ToleranceConfig,
+                    loss_step: int | None) -> Numerics:
     """same | within_tolerance | changed, for a comparison of the baseline with another run.
 
     Under a tolerance the artifacts and the losses decide; bitwise, any difference does.
     """
     if verdict.failures(comparison, []) or loss_step is not None:
-        return "changed"
+        return Numerics.CHANGED
     within = any(item["status"] == WITHIN_TOLERANCE for item in comparison["artifacts"])
     if within or comparison.get("first_divergence"):
-        return "within_tolerance"
-    return "same"
+        return Numerics.WITHIN_TOLERANCE
+    return Numerics.SAME
 
 
 def first_loss_outside(a: RunSide, b: RunSide, tolerance: ToleranceConfig) -> int | None:
@@ -88,7 +88,7 @@ class TrialRun:
     packages: tuple[str, ...]
     outcome: Outcome
     record: training_run.RunRecord | None = None
-    comparison: dict[str, Any] | None = None
+    comparison: Comparison | None = None
     step: int | None = None  # the first divergent step
     note: str | None = None  # why it was skipped
 
@@ -148,14 +148,14 @@ class Trials:
         baseline = side(self.reference, BASELINE_SIDE)
         other = side(record, record.name)
         comparison = compare_runs([baseline, other], self.tolerance, self.config.compare)
-        divergence = comparison.get("first_divergence")
+        divergence = comparison["first_divergence"]
         loss_step = first_loss_outside(baseline, other, self.tolerance)
         if record.stopped == "divergence":
-            step = _stop_step(record) or (divergence or {}).get("step")
+            step = _stop_step(record) or (divergence["step"] if divergence else None)
             return TrialRun(packages, Outcome.CHANGED, record, comparison, step)
         status = numerics_status(comparison, self.tolerance, loss_step)
-        if status == "changed":
-            step = loss_step or (divergence or {}).get("step")
+        if status == Numerics.CHANGED:
+            step = loss_step or (divergence["step"] if divergence else None)
             return TrialRun(packages, Outcome.CHANGED, record, comparison, step)
         return TrialRun(packages, Outcome.SAME, record, comparison)
 

@@ -52,7 +52,8 @@ def diagnose(effective: Config, *, hash_data_files: bool) -> dict[str, Any]:
     host = collect_host(effective.data, effective.workdir, hash_data_files=hash_data_files,
                         gate_files=file_lock.gate_files(effective))
     # torch is not imported: its flags only matter inside a run, and importing it costs seconds.
-    in_process = {LOCAL_RUN: local_in_process(import_torch=False)}
+    in_process: dict[str, dict[str, Any] | None] = {
+        LOCAL_RUN: local_in_process(import_torch=False)}
     fingerprint = build_fingerprint(effective, host, in_process, image=None)
     return evaluate(fingerprint, effective, in_process, static=True)
 

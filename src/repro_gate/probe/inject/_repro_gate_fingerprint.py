@@ -13,6 +13,7 @@ import platform
 import sys
 import threading
 import warnings
+from types import FrameType
 from typing import Any
 
 from _repro_gate_contract import ENV_SEED
@@ -92,7 +93,7 @@ def _user_frame() -> tuple[str | None, int | None]:
     torch_dir = _torch_dir()
     this_file = os.path.abspath(__file__)
     fallback: tuple[str | None, int | None] = (None, None)
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)
         if filename != this_file and not (torch_dir and filename.startswith(torch_dir)):
@@ -334,9 +335,9 @@ def _flags() -> dict[str, Any]:
 
 def _fill_uninitialized_memory(torch: Any) -> bool | None:
     try:
-        import torch.utils.deterministic as deterministic
+        import torch.utils.deterministic as deterministic  # the flag: a property of its class
 
-        return bool(deterministic.fill_uninitialized_memory)
+        return bool(deterministic.fill_uninitialized_memory)  # type: ignore[attr-defined]
     except Exception:
         return None
 

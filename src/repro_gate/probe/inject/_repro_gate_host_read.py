@@ -68,9 +68,9 @@ class HostRead:
 def _completion(device: torch.device) -> Callable[[], object]:
     """A callable that waits until the work queued on `device` so far (the copy) is done."""
     if device.type == "cuda":
-        event = torch.cuda.Event()
-        event.record(torch.cuda.current_stream(device))
-        return event.synchronize
+        cuda_event = torch.cuda.Event()
+        cuda_event.record(torch.cuda.current_stream(device))
+        return cuda_event.synchronize
     try:
         event = torch.Event(device=device.type)
         event.record()

@@ -181,18 +181,17 @@ class Localiser:
         root = stack[0].module if stack else module
         try:
             if call.start is not None:  # a checked call
-                self._check(call, root, args, kwargs, output)
+                self._check(call, call.start, root, args, kwargs, output)
         except Exception as error:
             self._note(f"{self._describe(root, module)}: not checked: {error!r}")
         if not stack:  # an outermost call ended: what is known so far is written
             self._write()
 
-    def _check(self, call: _Call, root: Any, args: Any, kwargs: Any, output: Any) -> None:
+    def _check(self, call: _Call, start: ModuleState, root: Any, args: Any, kwargs: Any,
+               output: Any) -> None:
         from _repro_gate_digest import digest_tensors
 
-        torch, start = self._torch, call.start
-        if start is None:
-            return
+        torch = self._torch
         if args is not call.args and not same_tensors(torch, args, call.args):
             self._note(f"{self._describe(root, call.module)}: not checked: its own forward "
                        "pre-hooks replaced its inputs")

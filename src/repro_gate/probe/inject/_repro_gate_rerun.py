@@ -193,8 +193,8 @@ def _install(members: list[tuple[Any, dict[str, Any], dict[str, dict[str, Any]]]
 def _global_forward_hooks_suspended() -> Iterator[None]:
     """Global forward hooks (the probe's, the user's) do not see the second execution."""
     hooks = importlib.import_module("torch.nn.modules.module")
-    tables = [getattr(hooks, name, None) for name in GLOBAL_FORWARD_HOOKS]
-    tables = [table for table in tables if isinstance(table, dict)]
+    found = [getattr(hooks, name, None) for name in GLOBAL_FORWARD_HOOKS]
+    tables = [table for table in found if isinstance(table, dict)]
     saved = [dict(table) for table in tables]
     for table in tables:
         table.clear()

@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from _repro_gate_contract import ENV_USER_ENV
@@ -247,7 +248,7 @@ def _caller() -> tuple[str, int] | None:
     skipped = _library_dirs()
     this_file = os.path.abspath(__file__)
     fallback: tuple[str, int] | None = None
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         filename = os.path.abspath(frame.f_code.co_filename)
         if filename.startswith(_PROBE_DIR) and filename != this_file:

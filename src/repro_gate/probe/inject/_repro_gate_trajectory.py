@@ -66,7 +66,8 @@ class ReferenceTrajectory:
             return False
         if self._tolerance is not None:
             return self._loss_differs(expected.get("loss"), record.get("loss"), self._tolerance)
-        return expected.get("params") != record["params"] or expected.get("loss") != record["loss"]
+        return bool(expected.get("params") != record["params"]
+                    or expected.get("loss") != record["loss"])
 
     def _loss_differs(self, expected: Any, loss: Any, tolerance: LossTolerance) -> bool:
         if expected is None or loss is None or expected == loss:

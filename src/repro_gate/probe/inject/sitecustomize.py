@@ -15,7 +15,7 @@ def _run_next_sitecustomize() -> None:
     import importlib.util
 
     here = os.path.dirname(os.path.realpath(__file__))
-    later: list = []
+    later: list[str] = []
     for entry in sys.path:
         if os.path.realpath(entry or os.curdir) == here:
             later = []  # only what comes after this directory

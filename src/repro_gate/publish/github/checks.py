@@ -141,5 +141,7 @@ def _append_annotations(
 
 
 def _check_run(body: Mapping[str, Any]) -> CheckRun:
-    app = body.get("app") if isinstance(body.get("app"), Mapping) else {}
+    app = body.get("app")
+    if not isinstance(app, Mapping):
+        app = {}
     return CheckRun(id=int(body["id"]), html_url=body.get("html_url"), app_slug=app.get("slug"))

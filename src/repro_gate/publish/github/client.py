@@ -198,5 +198,5 @@ def _error_message(response: requests.Response) -> str:
             for e in body.get("errors") or []
             if isinstance(e, dict) and (e.get("message") or e.get("code"))
         ]
-        return body["message"] + (f" ({'; '.join(map(str, details))})" if details else "")
+        return str(body["message"]) + (f" ({'; '.join(map(str, details))})" if details else "")
     return response.reason or "error"

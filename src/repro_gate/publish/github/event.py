@@ -33,6 +33,14 @@ class EventContext:
     head_label: str | None = None
 
 
+@dataclass(frozen=True)
+class Commit:
+    """The repository and commit a report is written to, both known."""
+
+    repository: str  # "owner/name"
+    sha: str
+
+
 def read_event_payload(environ: Mapping[str, str]) -> dict[str, Any]:
     """The JSON payload at GITHUB_EVENT_PATH; empty when absent or unreadable."""
     path = environ.get("GITHUB_EVENT_PATH")

@@ -8,6 +8,8 @@ pull request's head is still the commit the gate ran on.
 
 from __future__ import annotations
 
+from typing import Any
+
 from repro_gate.errors import GitHubError, ReportInputError, one_line
 from repro_gate.publish.github.client import GitHubClient
 
@@ -42,7 +44,7 @@ def pull_request_for_head(
     )
 
 
-def _head_sha(pull: dict) -> str:
+def _head_sha(pull: dict[str, Any]) -> str:
     head = pull.get("head")
     sha = head.get("sha") if isinstance(head, dict) else None
     return sha.lower() if isinstance(sha, str) else ""

@@ -26,7 +26,7 @@ from repro_gate.config import ReportConfig
 from repro_gate.errors import GitHubError, one_line
 from repro_gate.publish.github import checks, comments, statuses
 from repro_gate.publish.github.client import DEFAULT_API_URL, GitHubClient, RetryPolicy
-from repro_gate.publish.github.event import EventContext, context_from_environment
+from repro_gate.publish.github.event import Commit, EventContext, context_from_environment
 from repro_gate.render import markdown
 
 FALLBACK_IDENTITY = "github-actions[bot]"
@@ -38,7 +38,7 @@ def _gate_verdict(manifest: Mapping[str, Any]) -> str:
     return str(manifest.get("verdict"))
 
 
-def _gate_ops(manifest: Mapping[str, Any]) -> list:
+def _gate_ops(manifest: Mapping[str, Any]) -> list[Any]:
     return list(manifest.get("nondeterministic_ops") or [])
 
 
@@ -54,7 +54,7 @@ class Rendering:
     details: Render | None = markdown.details_markdown  # the check run's `text`; None: none
     comment: Render = markdown.comment_markdown  # the comment's body, marker included
     verdict: Render = _gate_verdict  # pass, fail or error: the conclusion and status state
-    ops: Callable[[Mapping[str, Any]], list] = _gate_ops  # annotated on the check run
+    ops: Callable[[Mapping[str, Any]], list[Any]] = _gate_ops  # annotated on the check run
 
 
 GATE_RENDERING = Rendering()
@@ -159,15 +159,15 @@ class GitHubReporter:
         """Create the `in_progress` check run (and a pending status when always on)."""
         if not self.active or self.context is None or self.context.fork:
             return
-        client, context = self._client_and_context()
+        client, context, commit = self._client_and_context()
         client.reset_budget()
         if self.settings.check_run:
             try:
                 self._check_run = checks.create_check_run(
                     client,
-                    context.repository,
+                    commit.repository,
                     name=self.name,
-                    head_sha=context.sha,
+                    head_sha=commit.sha,
                     details_url=context.run_url,
                 )
             except GitHubError as error:
@@ -177,8 +177,8 @@ class GitHubReporter:
             try:
                 statuses.post_status(
                     client,
-                    context.repository,
-                    context.sha,
+                    commit.repository,
+                    commit.sha,
                     state="pending",
                     context=self.name,
                     description="reproducibility runs in progress",
@@ -187,7 +187,7 @@ class GitHubReporter:
             except GitHubError as error:
                 _log(f"pending status not posted: {error}")
 
-    def finished(self, manifest: dict) -> dict:
+    def finished(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
         """Post everything for the finished run; return the manifest's `reporting` section."""
         if not self.active:
             return {"active": False, "ok": True, "reason": self.inactive_reason or "inactive"}
@@ -200,8 +200,8 @@ class GitHubReporter:
             section["errors"].append(one_line(f"unexpected {type(error).__name__}: {error}", 500))
             return section
 
-    def _finish(self, manifest: Mapping[str, Any]) -> dict:
-        client, context = self._client_and_context()
+    def _finish(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        client, context, _ = self._client_and_context()
         client.reset_budget()
         section = self._section()
         if context.fork:
@@ -244,10 +244,10 @@ class GitHubReporter:
         return section
 
     def _post_check_run(
-        self, manifest: Mapping[str, Any], section: dict, refused: list[str]
+        self, manifest: Mapping[str, Any], section: dict[str, Any], refused: list[str]
     ) -> tuple[bool, bool]:
         """Complete (or create) the check run; returns (written, unavailable)."""
-        client, context = self._client_and_context()
+        client, context, commit = self._client_and_context()
         rendering = self.rendering
         annotations, _ = checks.annotations_for_ops(rendering.ops(manifest), context.workspace)
         output = {"title": rendering.title(manifest), "summary": rendering.summary(manifest)}
@@ -263,7 +263,7 @@ class GitHubReporter:
             if self._check_run is not None:
                 run = checks.complete_check_run(
                     client,
-                    context.repository,
+                    commit.repository,
                     self._check_run.id,
                     conclusion=conclusion,
                     output=output,
@@ -272,9 +272,9 @@ class GitHubReporter:
             else:
                 run = checks.create_check_run(
                     client,
-                    context.repository,
+                    commit.repository,
                     name=self.name,
-                    head_sha=context.sha,
+                    head_sha=commit.sha,
                     details_url=context.run_url,
                     status="completed",
                     conclusion=conclusion,
@@ -296,16 +296,16 @@ class GitHubReporter:
         return True, False
 
     def _post_status(
-        self, manifest: Mapping[str, Any], section: dict, refused: list[str]
+        self, manifest: Mapping[str, Any], section: dict[str, Any], refused: list[str]
     ) -> str | None:
         """Post the commit status; returns the creator's login, or None when it failed."""
-        client, context = self._client_and_context()
+        client, context, commit = self._client_and_context()
         state = statuses.STATES.get(self.rendering.verdict(manifest), "error")
         try:
             status = statuses.post_status(
                 client,
-                context.repository,
-                context.sha,
+                commit.repository,
+                commit.sha,
                 state=state,
                 context=self.name,
                 description=self.rendering.title(manifest),
@@ -320,10 +320,11 @@ class GitHubReporter:
         return status.creator or FALLBACK_IDENTITY
 
     def _post_comment(
-        self, manifest: Mapping[str, Any], section: dict, identity: str, refused: list[str]
+        self, manifest: Mapping[str, Any], section: dict[str, Any], identity: str,
+        refused: list[str],
     ) -> bool:
         """Create or update the sticky comment; returns whether it was written."""
-        client, context = self._client_and_context()
+        client, context, commit = self._client_and_context()
         if not self.settings.comment:
             section["comment"] = {"outcome": "disabled"}
             return False
@@ -333,7 +334,7 @@ class GitHubReporter:
         try:
             result = comments.upsert_sticky_comment(
                 client,
-                context.repository,
+                commit.repository,
                 context.pull_request,
                 marker=self.rendering.marker(self.gate),
                 body=self.rendering.comment({**manifest, "gate": self.gate}),
@@ -350,7 +351,7 @@ class GitHubReporter:
             return f"{self._check_run.app_slug}[bot]"
         return status_creator or FALLBACK_IDENTITY
 
-    def _section(self) -> dict:
+    def _section(self) -> dict[str, Any]:
         context = self.context
         return {
             "active": True,
@@ -367,7 +368,7 @@ class GitHubReporter:
             "errors": [],
         }
 
-    def _deferred(self, section: dict, reason: str) -> dict:
+    def _deferred(self, section: dict[str, Any], reason: str) -> dict[str, Any]:
         _log(f"results not posted: {reason}; the trusted workflow_run job will post them")
         section.update(deferred=True, ok=True, reason=reason)
         section["errors"] = []
@@ -375,15 +376,15 @@ class GitHubReporter:
             section[channel] = {"outcome": "deferred", "reason": reason}
         return section
 
-    def _client_and_context(self) -> tuple[GitHubClient, EventContext]:
+    def _client_and_context(self) -> tuple[GitHubClient, EventContext, Commit]:
         # Only called while active, which needs a client and a context with repository and SHA.
         assert self.client is not None and self.context is not None
         assert self.context.repository and self.context.sha
-        return self.client, self.context
+        return self.client, self.context, Commit(self.context.repository, self.context.sha)
 
 
 def _record_failure(
-    section: dict, key: str, label: str, failure: GitHubError, refused: list[str],
+    section: dict[str, Any], key: str, label: str, failure: GitHubError, refused: list[str],
     outcome: str = "failed",
 ) -> None:
     """Record a write that GitHub refused or that failed, in the section and the log."""

@@ -314,7 +314,8 @@ def put_group(target: Target, families: list[Any], deadline: Deadline) -> None:
     if target.username:
         username, password = target.username, target.password or ""
 
-        def handler(url: str, method: str, timeout: float | None, headers: Any, data: bytes):
+        def handler(url: str, method: str, timeout: float | None, headers: Any, data: bytes
+                    ) -> Callable[[], None]:
             return basic_auth_handler(url, method, timeout, headers, data, username, password)
 
     try:

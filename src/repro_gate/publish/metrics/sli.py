@@ -22,6 +22,7 @@ from prometheus_client.core import (
     Metric,
 )
 
+from repro_gate.compare.status import Status
 from repro_gate.compare.structured import is_number as _is_number
 from repro_gate.probe import read_trajectory
 from repro_gate.publish.metrics.cost_families import cost_families
@@ -111,14 +112,15 @@ def checkpoint_counts(manifest: dict[str, Any]) -> tuple[int, int]:
     """(checkpoints compared, checkpoints whose hashes match) in this run."""
     compared = matched = 0
     for artifact in (manifest.get("comparison") or {}).get("artifacts") or []:
-        if artifact.get("kind") not in CHECKPOINT_KINDS or artifact.get("status") == "not_compared":
+        if (artifact.get("kind") not in CHECKPOINT_KINDS
+                or artifact.get("status") == Status.NOT_COMPARED):
             continue
         compared += 1
         hash_a, hash_b = artifact.get("sha256_a"), artifact.get("sha256_b")
         if hash_a and hash_b:
             matched += int(hash_a == hash_b)
         else:
-            matched += int(artifact.get("status") == "equal")
+            matched += int(artifact.get("status") == Status.EQUAL)
     return compared, matched
 
 

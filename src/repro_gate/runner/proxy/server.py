@@ -17,6 +17,7 @@ import logging
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from repro_gate.runner.proxy.framing import (
@@ -117,7 +118,7 @@ class Connection:
         self.writer.write(response.encode())
         return await self._respond(method, head, response)
 
-    async def _checked_body(self, head: Head, decision: Decision) -> tuple[bytes, dict]:
+    async def _checked_body(self, head: Head, decision: Decision) -> tuple[bytes, dict[str, Any]]:
         if decision.handling is Handling.REFUSE:
             # Its body (a plugin's, a service's) is read and dropped, so that the client is
             # not cut off mid-send and the connection carries on; one too large ends it.
@@ -135,7 +136,7 @@ class Connection:
             raise Refused(403, reason)
         return body, document
 
-    async def _authorise(self, routed: Routed, document: dict) -> None:
+    async def _authorise(self, routed: Routed, document: dict[str, Any]) -> None:
         """Refuse a request naming a container (or an exec) that is not the slot's."""
         names = [routed.container] if routed.container else []
         if routed.exec_id:
@@ -147,7 +148,7 @@ class Connection:
             if container is not None and not is_owned(container, self.policy):
                 raise Refused(403, f"container {name!r} is not one of this slot's")
 
-    async def _inspect(self, path: str) -> dict | None:
+    async def _inspect(self, path: str) -> dict[str, Any] | None:
         """The daemon's JSON for `path` on a connection of its own; None when not found."""
         reader, writer = await _connect(self.upstream_path)
         try:

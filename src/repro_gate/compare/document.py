@@ -1,0 +1,46 @@
+"""The manifest's `comparison` section as typed records (`$defs` of manifest.schema.json)."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from repro_gate.compare.status import Status
+from repro_gate.compare.trajectory import FirstDivergence
+
+
+class _Artifact(TypedDict):
+    path: str  # relative to the run's directory or working copy
+    kind: str  # torch | safetensors | json | yaml | bytes
+    status: Status
+
+
+class ArtifactResult(_Artifact, total=False):
+    """`artifact_comparison`: one artifact of the first run against the same path of another."""
+
+    runs: list[str]
+    note: str
+    tolerance: dict[str, float]
+    sha256_a: str
+    sha256_b: str
+    tensors: list[dict[str, Any]]  # `tensor_diff`, the unequal ones
+    keys: list[dict[str, Any]]  # `key_diff`, the unequal ones
+    ignored: list[dict[str, Any]]  # fields `compare.ignore` left out
+
+
+class _Trajectory(TypedDict):
+    steps_compared: int
+    status: Status  # equal | different | not_recorded | length_differs
+
+
+class TrajectorySummary(_Trajectory, total=False):
+    steps: dict[str, int]  # per run, of the lowest rank that stepped
+    ranks: int  # present only when more than one rank was compared
+
+
+class Comparison(TypedDict):
+    """`comparison`: the first run against every other one."""
+
+    basis: str  # bitwise | tolerance
+    artifacts: list[ArtifactResult]
+    trajectory: TrajectorySummary
+    first_divergence: FirstDivergence | None

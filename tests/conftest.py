@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
+from helpers.manifest_docs import load_current
 from helpers.paths import TRAININGS
 
 pytest_plugins = [
@@ -21,3 +23,9 @@ def project(tmp_path: Path) -> Path:
     for script in TRAININGS.glob("*.py"):
         shutil.copy(script, tmp_path / script.name)
     return tmp_path
+
+
+@pytest.fixture
+def manifest_current() -> dict[str, Any]:
+    """A failing run's manifest, valid against the current schema."""
+    return load_current()

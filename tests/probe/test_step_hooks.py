@@ -104,7 +104,9 @@ def test_step_hooks_dispatch_a_fixed_number_of_ops_and_never_wait_for_the_device
         assert "init" in records[0] and "init" not in records[1]
         assert all(None not in (r["inputs"], r["outputs"], r["loss"]) for r in records)
     assert kernels[5] == kernels[100]
-    assert len(kernels[5]) <= 20, kernels[5]  # 8 per digest set, the loss, the transfer
+    # 10 per digest set (the weighted row sums widen each row to int64 and weigh it), then the
+    # loss and the transfer
+    assert len(kernels[5]) <= 23, kernels[5]
 
 
 def test_records_read_back_lagged_are_those_read_at_once(

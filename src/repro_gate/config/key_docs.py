@@ -1,4 +1,4 @@
-"""The docs written from the table of keys (`config/keys.py`): the README's table of
+"""The docs written from the table of keys (`config/keys/`): the README's table of
 configuration keys, the upgrade flags of docs/upgrade.md, the inputs of action.yml and the input
 tables of docs/action.md.
 

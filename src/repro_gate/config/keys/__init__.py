@@ -29,6 +29,8 @@ __all__ = ["ACTION_ONLY", "ACTION_ONLY_INPUTS", "KEYS", "UPGRADE_OPTIONS", "Acti
 KEYS: tuple[ConfigKey, ...] = (*run.KEYS, *cost.KEYS, *container.KEYS, *reporting.KEYS,
                                *upgrade.KEYS)
 
+# The inputs of action.yml that are not configuration keys: they choose the config file, the
+# mode and the upgrade's candidate, or carry the token.
 ACTION_ONLY: tuple[ActionOnlyInput, ...] = (
     ActionOnlyInput("config",
                     "Path of the config file (default .repro-gate.yml in the workspace, if"

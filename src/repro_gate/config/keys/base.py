@@ -88,6 +88,7 @@ class ConfigKey:
         return self.path.rpartition(".")[2]
 
 
+# The sections of `--help` the flags are grouped in.
 RUN = "what to run"
 COMPARISON = "comparison"
 COST = "cost of determinism"

@@ -1,5 +1,6 @@
 """The table of configuration keys (`config/keys.py`) against every place a key shows: the
-schema, the model's defaults, the flags, the action's inputs, `action.yml` and the docs.
+schema, the model's defaults, the flags, the action's inputs, and the regions of `action.yml`
+and the docs that `config/key_docs.py` writes from it.
 
 A key added in one of these places only fails one of these tests.
 """
@@ -18,6 +19,7 @@ import yaml
 
 from repro_gate.cli.main import build_parser
 from repro_gate.config import Config, overrides
+from repro_gate.config.key_docs import REGIONS, current, default_cell
 from repro_gate.config.keys import ACTION_ONLY_INPUTS, KEYS, ConfigKey, Kind, Scope
 from repro_gate.config.model import ContainerConfig, default_document
 
@@ -206,62 +208,19 @@ def test_an_input_of_action_yml_is_empty_by_default_and_its_description_names_th
         assert mentions(declared["description"], default), (entry.path, default)
 
 
-def cells(line: str) -> list[str]:
-    """The cells of a Markdown table row (`\\|` is a bar inside a cell)."""
-    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line)[1:-1]]
+@pytest.mark.parametrize("path", sorted({region.path for region in REGIONS}))
+def test_the_generated_regions_of_a_document_are_what_the_table_makes(path: str) -> None:
+    text = (ROOT / path).read_text(encoding="utf-8")
+
+    for region in REGIONS:
+        if region.path == path:
+            assert current(text, region) == region.body(), (
+                f"{path}: the region {region.name!r} is stale: run scripts/generate-key-docs"
+            )
 
 
-def readme_rows() -> dict[str, tuple[str, str]]:
-    """README's table of configuration keys: key path -> (default cell, flag cell); a row of
-    several keys (`report.enabled`, `.status`) gives each its own part of the default cell."""
-    text = (ROOT / "README.md").read_text()
-    table = text[text.index("| key | default | flag | meaning |"):]
-    table = table[:table.index("\n\n")]
-    rows: dict[str, tuple[str, str]] = {}
-    for line in table.splitlines()[2:]:
-        key_cell, default_cell, flag_cell, _ = cells(line)
-        names = re.findall(r"`([\w.]+)`", key_cell)
-        section = names[0].rpartition(".")[0]
-        paths = [section + name if name.startswith(".") else name for name in names]
-        defaults = default_cell.split(", ") if len(paths) > 1 else [default_cell]
-        assert len(defaults) == len(paths), line
-        rows.update({path: (default, flag_cell) for path, default in zip(paths, defaults,
-                                                                        strict=True)})
-    return rows
-
-
-def test_the_readme_table_lists_the_keys_of_every_gate_with_their_flag_and_default() -> None:
-    rows = readme_rows()
-
-    assert set(rows) == {entry.path for entry in KEYS if entry.scope is Scope.GATE}
-    for entry in KEYS:
-        if entry.scope is not Scope.GATE:
-            continue
-        default_cell, flag_cell = rows[entry.path]
-        assert all(flag in flag_cell for flag in entry.flags), entry.path
-        if entry.default is not None:
-            assert mentions(default_cell, entry.default), (entry.path, default_cell)
-
-
-def test_the_upgrade_docs_list_the_upgrade_keys_with_their_flag_and_default() -> None:
-    text = (ROOT / "docs/upgrade.md").read_text()
-    table = text[text.index("| flag | config key (`upgrade:`) | default | meaning |"):]
-    rows = {}
-    for line in table[:table.index("\n\n")].splitlines()[2:]:
-        flag, name, default, _ = cells(line)
-        if name:
-            rows[f"upgrade.{name.strip('`')}"] = (flag, default)
-
-    assert set(rows) == {entry.path for entry in KEYS if entry.scope is Scope.UPGRADE}
-    for path, (flag_cell, default_cell) in rows.items():
-        entry = next(entry for entry in KEYS if entry.path == path)
-        assert entry.flags[-1] in flag_cell
-        if entry.default is not None:
-            assert mentions(default_cell, entry.default), (path, default_cell)
-
-
-def test_the_action_docs_describe_every_input_of_action_yml() -> None:
-    text = (ROOT / "docs/action.md").read_text()
-    described = set(re.findall(r"^\| `([a-z-]+)` \| [A-Z`]", text, re.MULTILINE))
-
-    assert set(ACTION["inputs"]) <= described
+@pytest.mark.parametrize("entry", [entry for entry in KEYS if entry.doc_default is not None],
+                         ids=lambda entry: entry.path)
+def test_a_default_written_by_hand_names_the_default_of_the_model(entry: ConfigKey) -> None:
+    if entry.default is not None:
+        assert mentions(default_cell(entry), entry.default), entry.path

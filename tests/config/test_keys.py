@@ -19,7 +19,7 @@ import yaml
 
 from repro_gate.cli.main import build_parser
 from repro_gate.config import Config, overrides
-from repro_gate.config.key_docs import REGIONS, current, default_cell
+from repro_gate.config.key_docs import REGIONS, current, default_cell, shown
 from repro_gate.config.keys import ACTION_ONLY_INPUTS, KEYS, ConfigKey, Kind, Scope
 from repro_gate.config.model import ContainerConfig, default_document
 
@@ -71,17 +71,6 @@ def document_leaves(document: dict[str, Any], prefix: str = "") -> set[str]:
         else:
             leaves.add(f"{prefix}{name}")
     return leaves
-
-
-def shown(value: Any) -> str:
-    """A default as the docs and the action write it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, list | dict):
-        return json.dumps(value)
-    return str(value)
 
 
 def mentions(text: str, value: Any) -> bool:

@@ -33,6 +33,13 @@ DEFAULT_HEALTH_RECHECK = 60.0  # seconds between health checks of an unhealthy s
 DEFAULT_DRAIN_TIMEOUT = 3600.0  # SIGTERM: seconds busy jobs get to finish
 DEFAULT_METRICS_LISTEN = "0.0.0.0:9466"
 DEFAULT_POOL = "default"  # the `pool` label of the service's metrics
+# Slot N's subordinate IDs start at base + N * SUBORDINATE_ID_COUNT: far above where useradd
+# hands out ranges (100000 onwards), so setup finds them free on most hosts.
+DEFAULT_SUBORDINATE_ID_BASE = 1_000_000_000
+SUBORDINATE_ID_COUNT = 65536
+# Where Debian's docker.io puts the rootless launcher (not on PATH there).
+DEBIAN_ROOTLESS_LAUNCHER = "/usr/share/docker.io/contrib/dockerd-rootless.sh"
+ROOTLESS_LAUNCHER = "dockerd-rootless.sh"
 SCHEMA = "runner"
 # Keys that would put a secret in the file itself: refused with a pointer to token_file.
 SECRET_KEYS = ("token", "private_key", "jwt")
@@ -67,6 +74,23 @@ class Target:
 
     def describe(self) -> str:
         return f"{self.kind.value} {self.name}"
+
+
+class EngineKind(str, Enum):
+    """Which Docker engine a slot's jobs get."""
+
+    ROOTLESS = "rootless"  # one rootless daemon per slot, under the slot's own user
+    SHARED = "shared"  # the host's daemon at docker_url, behind the filter only
+
+
+@dataclass(frozen=True)
+class IsolationSettings:
+    """How a slot's jobs are kept from the host and from other slots."""
+
+    engine: EngineKind = EngineKind.ROOTLESS
+    user_prefix: str | None = None  # None: "<name_prefix>-slot"
+    subordinate_id_base: int = DEFAULT_SUBORDINATE_ID_BASE
+    engine_command: str | None = None  # None: found on PATH, else Debian's place
 
 
 @dataclass(frozen=True)
@@ -135,6 +159,7 @@ class RunnerConfig:
     runner: RunnerSettings
     health: HealthSettings = HealthSettings()
     docker_url: str = DEFAULT_DOCKER_URL
+    isolation: IsolationSettings = IsolationSettings()
     allowed_capabilities: frozenset[str] = frozenset()  # for the jobs' containers (the proxy)
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
     metrics_listen: str | None = DEFAULT_METRICS_LISTEN  # None: no /metrics endpoint
@@ -159,6 +184,7 @@ def load_runner_config(path: Path) -> RunnerConfig:
         runner=_runner(document["runner"]),
         health=_health(document.get("health") or {}),
         docker_url=document.get("docker_url", DEFAULT_DOCKER_URL),
+        isolation=_isolation(document.get("isolation") or {}),
         allowed_capabilities=frozenset(
             name.upper() for name in document.get("allowed_capabilities") or ()),
         drain_timeout=float(document.get("drain_timeout_seconds", DEFAULT_DRAIN_TIMEOUT)),
@@ -215,6 +241,15 @@ def _runner(section: dict[str, Any]) -> RunnerSettings:
         environment=tuple((str(k), str(v)) for k, v in environment.items()),
         network=section.get("network", DEFAULT_RUNNER_NETWORK),
         crash_loop_limit=section.get("crash_loop_limit", DEFAULT_CRASH_LOOP_LIMIT),
+    )
+
+
+def _isolation(section: dict[str, Any]) -> IsolationSettings:
+    return IsolationSettings(
+        engine=EngineKind(section.get("engine", EngineKind.ROOTLESS.value)),
+        user_prefix=section.get("user_prefix"),
+        subordinate_id_base=section.get("subordinate_id_base", DEFAULT_SUBORDINATE_ID_BASE),
+        engine_command=section.get("engine_command"),
     )
 
 

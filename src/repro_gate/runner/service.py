@@ -1,11 +1,12 @@
 """`repro-gate runner serve`: start-up, one job cycle per slot, drain on SIGTERM/SIGINT.
 
-Start-up, in this order, and nothing is started before the checks pass (each failure is one
-line and exit 2): the configuration and slots -> the Docker daemon answers -> the runner image
-is present or pulled by digest -> orphans of an earlier run removed (containers with the
-service's or a slot's label; the service's runners GitHub lists as offline or not busy) -> the
-job-started hook installed -> one Docker API proxy per slot (asyncio, in a thread) -> /metrics
--> one thread per slot running `SlotCycle`.
+Start-up, in this order (each failure is one line and exit 2, and what was started is stopped):
+the configuration and slots -> (shared engine: the daemon answers, the runner image is there,
+orphan containers removed, all before anything is made) -> /metrics -> the job-started hook
+installed -> per slot, its endpoint (slot_endpoint.py: the slot's rootless engine under its own
+user and the filter in front of it), the runner image present or pulled on that engine, the
+slot's orphan containers removed -> the service's orphan registrations deleted -> one thread
+per slot running `SlotCycle`.
 
 A signal sets the drain: no new registrations, idle runners deregistered and removed, busy jobs
 given `drain_timeout`; the service exits 0 when every slot has stopped.
@@ -13,13 +14,10 @@ given `drain_timeout`; the service exits 0 when every slot has stopped.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import signal
 import sys
 import threading
-import time
-from pathlib import Path
 from types import FrameType
 
 from prometheus_client import CollectorRegistry
@@ -35,11 +33,11 @@ from repro_gate.runner.containers import (
 )
 from repro_gate.runner.metrics import MetricsServer, ServiceMetrics, SlotState, serve_metrics
 from repro_gate.runner.proxy.ownership import SLOT_LABEL
-from repro_gate.runner.proxy.policy import SlotPolicy
-from repro_gate.runner.proxy.server import serve as serve_proxy
 from repro_gate.runner.registration import Registrar, runner_name_stem
-from repro_gate.runner.runner_config import RunnerConfig
-from repro_gate.runner.slot_cycle import JIT_VARIABLE, SlotCycle, SlotFolders, wipe
+from repro_gate.runner.runner_config import EngineKind, RunnerConfig
+from repro_gate.runner.slot_cycle import JIT_VARIABLE, SlotCycle
+from repro_gate.runner.slot_endpoint import SlotEndpoint, unix_socket
+from repro_gate.runner.slot_folders import wipe
 from repro_gate.runner.slots import Slot
 
 LOG_PREFIX = "repro-gate runner: "
@@ -55,14 +53,6 @@ def emit(line: str) -> None:
         sys.stderr.flush()
 
 
-def unix_socket(docker_url: str) -> Path:
-    """The daemon's socket: the proxies forward to it, so it must be a Unix socket."""
-    if not docker_url.startswith("unix://"):
-        raise ConfigError(f"docker_url {docker_url}: the runner service needs the daemon's Unix"
-                          " socket (unix:///…): its per-slot proxies forward to it")
-    return Path(docker_url.removeprefix("unix://"))
-
-
 def check_environment(config: RunnerConfig, slots: list[Slot]) -> None:
     """runner.environment may not set what the service sets itself."""
     own = {JIT_VARIABLE}
@@ -74,53 +64,15 @@ def check_environment(config: RunnerConfig, slots: list[Slot]) -> None:
                               " service itself")
 
 
-class Proxies:
-    """One Docker API proxy per slot, in an asyncio loop of their own thread."""
-
-    def __init__(self, policies: list[tuple[SlotPolicy, Path]], upstream: Path) -> None:
-        self.policies = policies
-        self.upstream = upstream
-        self.loop = asyncio.new_event_loop()
-        self.tasks: list[asyncio.Task[None]] = []
-        self.thread = threading.Thread(target=self._run, name="docker-proxies", daemon=True)
-
-    def start(self) -> None:
-        """Start them and wait until every socket listens."""
-        for _, listen in self.policies:
-            listen.unlink(missing_ok=True)  # a stale socket of a killed service
-        self.thread.start()
-        deadline = time.monotonic() + PROXY_START_SECONDS
-        while not all(listen.exists() for _, listen in self.policies):
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise GateError("the per-slot Docker proxies did not start",
-                                kind=ErrorKind.DOCKER)
-            time.sleep(0.05)
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.tasks = [self.loop.create_task(serve_proxy(policy, listen, self.upstream))
-                      for policy, listen in self.policies]
-        results = self.loop.run_until_complete(
-            asyncio.gather(*self.tasks, return_exceptions=True))
-        for result in results:
-            if isinstance(result, Exception):
-                emit(f"a Docker proxy stopped: {one_line(result)}")
-        self.loop.close()
-
-    def stop(self) -> None:
-        for task in self.tasks:
-            self.loop.call_soon_threadsafe(task.cancel)
-        self.thread.join(PROXY_START_SECONDS)
-
-
-def clean_orphans(config: RunnerConfig, slots: list[Slot], daemon: Daemon,
-                  registrar: Registrar) -> None:
-    """What a killed service left: its containers and its runners' registrations."""
-    labels = [f"{SERVICE_LABEL}={service_label(config.name_prefix, config.host)}",
-              *(f"{SLOT_LABEL}={slot.uuid}" for slot in slots)]
+def remove_orphan_containers(daemon: Daemon, labels: list[str]) -> None:
+    """What a killed service left on an engine: its containers."""
     for label in labels:
         for name in daemon.remove_labelled(label):
             emit(f"orphan container removed: {name}")
+
+
+def delete_orphan_registrations(config: RunnerConfig, registrar: Registrar) -> None:
+    """The service's runners GitHub lists as offline or not busy."""
     own = runner_name_stem(config.name_prefix, config.host)
     try:
         runners = registrar.list_runners()
@@ -137,11 +89,22 @@ def clean_orphans(config: RunnerConfig, slots: list[Slot], daemon: Daemon,
             emit(f"orphan registration {runner.name} not deleted: {error}")
 
 
+def prepare_engine(config: RunnerConfig, url: str, labels: list[str]) -> None:
+    """The runner image on the engine at `url`, and the orphans of a killed service gone."""
+    daemon = connect(url)
+    try:
+        daemon.ensure_image(config.runner.image)
+        remove_orphan_containers(daemon, labels)
+    except DockerFailure as error:  # the daemon went away just after answering
+        raise GateError(f"docker engine {url}: {error}", kind=ErrorKind.DOCKER) from None
+    finally:
+        daemon.close()
+
+
 class Service:
-    """The running service: its proxies, metrics endpoint and slot threads."""
+    """The running service: its slot endpoints, metrics endpoint and slot threads."""
 
     server: MetricsServer | None
-    proxies: Proxies
     registrar: Registrar
 
     def __init__(self, config: RunnerConfig, slots: list[Slot]) -> None:
@@ -150,41 +113,52 @@ class Service:
         self.drain = threading.Event()
         self.registry = CollectorRegistry()
         self.metrics = ServiceMetrics(config.pool, self.registry)
-        self.folders = {slot.index: SlotFolders.under(config.work_root, slot) for slot in slots}
+        self.endpoints: dict[int, SlotEndpoint] = {}
 
     def start_up(self) -> None:
-        """Every check and clean-up before a slot runs; GateError/ConfigError stop it here."""
-        upstream = unix_socket(self.config.docker_url)
+        """Every check and clean-up before a slot runs; GateError/ConfigError stop it here,
+        with whatever was started stopped again."""
         check_environment(self.config, self.slots)
-        daemon = connect(self.config.docker_url)
         self.registrar = Registrar(self.config)
-        try:
-            daemon.ensure_image(self.config.runner.image)
-            clean_orphans(self.config, self.slots, daemon, self.registrar)
-        except DockerFailure as error:  # the daemon went away just after answering
-            raise GateError(f"docker_url {self.config.docker_url}: {error}",
-                            kind=ErrorKind.DOCKER) from None
-        finally:
-            daemon.close()
-        self.config.work_root.mkdir(parents=True, exist_ok=True)
-        hook.install(self.config.work_root / "hooks")
-        for folders in self.folders.values():
-            folders.create()
-            # What a killed service's last jobs wrote (their containers went with the orphans).
-            wipe(folders.work)
-            wipe(folders.status)
-        policies = [(SlotPolicy(gpu_uuid=slot.uuid,
-                                work_folder=self.folders[slot.index].work.resolve(),
-                                allowed_capabilities=self.config.allowed_capabilities),
-                     self.folders[slot.index].proxy_socket) for slot in self.slots]
-        # /metrics before the proxies: a port in use stops the start-up with nothing running.
+        service = f"{SERVICE_LABEL}={service_label(self.config.name_prefix, self.config.host)}"
+        shared = self.config.isolation.engine is EngineKind.SHARED
+        if shared:  # one daemon for every slot: checked before anything is made
+            unix_socket(self.config.docker_url)
+            prepare_engine(self.config, self.config.docker_url, [
+                service, *(f"{SLOT_LABEL}={slot.uuid}" for slot in self.slots)])
+        # /metrics before the endpoints: a port in use stops the start-up with nothing running.
         self.server = None
         if self.config.metrics_listen is not None:
             self.server = serve_metrics(self.config.metrics_listen, self.registry)
             host = self.config.metrics_listen.rsplit(":", 1)[0]
             emit(f"metrics on http://{host}:{self.server.port}/metrics")
-        self.proxies = Proxies(policies, upstream)
-        self.proxies.start()
+        try:
+            self.config.work_root.mkdir(parents=True, exist_ok=True)
+            hook.install(self.config.work_root / "hooks")
+            for slot in self.slots:
+                self._start_endpoint(slot, None if shared else [service])
+        except BaseException:
+            self._stop_endpoints()
+            if self.server is not None:
+                self.server.close()
+            raise
+        delete_orphan_registrations(self.config, self.registrar)
+
+    def _start_endpoint(self, slot: Slot, labels: list[str] | None) -> None:
+        """The slot's engine and filter; on its own engine, the image and no orphans."""
+        endpoint = SlotEndpoint(self.config, slot)
+        self.endpoints[slot.index] = endpoint
+        endpoint.start()
+        emit(f"slot {slot.index}: jobs get {endpoint.socket} (engine {endpoint.engine_url})")
+        if labels is not None:
+            prepare_engine(self.config, endpoint.engine_url, labels)
+        # What a killed service's last jobs wrote (their containers went with the orphans).
+        wipe(endpoint.folders.work)
+        wipe(endpoint.folders.status)
+
+    def _stop_endpoints(self) -> None:
+        for endpoint in self.endpoints.values():
+            endpoint.stop()
 
     def run(self) -> int:
         """Serve until a signal drains every slot; 0."""
@@ -199,15 +173,16 @@ class Service:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            self.proxies.stop()
+            self._stop_endpoints()
             if self.server is not None:
                 self.server.close()
         emit("drained: every slot stopped")
         return 0
 
     def _slot_thread(self, slot: Slot) -> threading.Thread:
-        cycle = SlotCycle(slot, self.config, self.folders[slot.index], self.registrar,
-                          self.metrics, self.drain, emit)
+        endpoint = self.endpoints[slot.index]
+        cycle = SlotCycle(slot, self.config, endpoint.folders, endpoint.engine_url,
+                          self.registrar, self.metrics, self.drain, emit)
         self.metrics.set_state(slot, SlotState.REGISTERING)
         thread = threading.Thread(target=self._guarded, args=(cycle,), name=f"slot{slot.index}")
         thread.start()

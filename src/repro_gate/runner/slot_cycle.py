@@ -12,11 +12,9 @@ daemon that stops answering is waited for, and the runner looked up again by nam
 
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from repro_gate.errors import ReproGateError
@@ -36,6 +34,7 @@ from repro_gate.runner.proxy.ownership import SLOT_LABEL
 from repro_gate.runner.registration import JitRunner, Registrar, runner_name
 from repro_gate.runner.runner_config import RunnerConfig
 from repro_gate.runner.runner_watch import Ending, RunnerRun, RunnerWatch
+from repro_gate.runner.slot_folders import SlotFolders, wipe
 from repro_gate.runner.slots import Slot
 
 JIT_VARIABLE = "ACTIONS_RUNNER_INPUT_JITCONFIG"  # read by the actions/runner image's run.sh
@@ -44,49 +43,16 @@ REGISTER_FIRST_DELAY = 2.0  # backoff after a registration GitHub still refused
 REGISTER_MAX_DELAY = 120.0
 
 
-@dataclass(frozen=True)
-class SlotFolders:
-    """A slot's folders on the host (see docs/runner.md: host layout)."""
-
-    work: Path  # mounted at the same path; the JIT config's work_folder
-    status: Path  # mounted at hook.CONTAINER_STATUS_DIR
-    proxy_socket: Path  # mounted at /var/run/docker.sock
-
-    @classmethod
-    def under(cls, work_root: Path, slot: Slot) -> SlotFolders:
-        base = work_root / f"slot{slot.index}"
-        return cls(base / "work", base / "status", base / "proxy" / "docker.sock")
-
-    def create(self) -> None:
-        """The folders, for the runner's own user (any uid) inside a root-only slot folder."""
-        base = self.work.parent
-        base.mkdir(parents=True, exist_ok=True)
-        base.chmod(0o700)  # no other user of the host reaches the work, status or socket
-        for folder in (self.work, self.status):
-            folder.mkdir(exist_ok=True)
-            folder.chmod(0o777)  # the runner image's user is not root (uid 1001 in actions/runner)
-        self.proxy_socket.parent.mkdir(exist_ok=True)
-        self.proxy_socket.parent.chmod(0o700)
-
-
-def wipe(folder: Path) -> None:
-    """Everything inside `folder`, whoever owns it (the service runs as root); links unfollowed."""
-    for entry in folder.iterdir():
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            entry.unlink(missing_ok=True)
-
-
 class SlotCycle:
     """The job cycle of one slot; `run()` returns when the service drains."""
 
-    def __init__(self, slot: Slot, config: RunnerConfig, folders: SlotFolders,
+    def __init__(self, slot: Slot, config: RunnerConfig, folders: SlotFolders, engine_url: str,
                  registrar: Registrar, metrics: ServiceMetrics, drain: threading.Event,
                  emit: Callable[[str], None]) -> None:
         self.slot = slot
         self.config = config
         self.folders = folders
+        self.engine_url = engine_url  # the slot's own engine (or the shared daemon)
         self.registrar = registrar
         self.metrics = metrics
         self.drain = drain
@@ -95,7 +61,7 @@ class SlotCycle:
         self.crashes = 0
 
     def run(self) -> None:
-        daemon = Daemon(self.config.docker_url)
+        daemon = Daemon(self.engine_url)
         try:
             while not self.drain.is_set() and self._healthy():
                 runner = self._register()

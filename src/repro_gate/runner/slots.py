@@ -51,6 +51,7 @@ def _devices(pynvml: Any) -> Raw:
                 "index": index,
                 "name": nvml_call(pynvml.nvmlDeviceGetName, handle),
                 "uuid": nvml_call(pynvml.nvmlDeviceGetUUID, handle),
+                "minor": nvml_call(pynvml.nvmlDeviceGetMinorNumber, handle),  # /dev/nvidiaN
                 "mig_mode": nvml_call(pynvml.nvmlDeviceGetMigMode, handle),
                 "mig_devices": _mig_devices(pynvml, handle),
             })

@@ -155,6 +155,7 @@ def config(folder: Path, fake: FakeGitHub, daemon: GpuDockerd, image: str, work_
                 "environment": {**environment, **runner.pop("environment", {})}, **runner},
         slots={"source": "uuids", "uuids": SLOT_UUIDS[:slots], "model": "NVIDIA H100 80GB HBM3"},
         health={"allow_no_gpu": True}, docker_url=daemon.url, work_root=str(work_root),
+        isolation={"engine": "shared"},
         metrics={"listen": "127.0.0.1:0"}, drain_timeout_seconds=60)
 
 

@@ -4,13 +4,17 @@
 registered, health-checked and cleaned between jobs, drained on SIGTERM (runner/service.py).
 `check-config` validates runner.yml and prints the slots and the registration target;
 `register-once` does one just-in-time registration for one slot (a manual check of the
-credentials).
+credentials). `setup` prepares the host for the slots' rootless engines (users, subordinate
+IDs, folders, device access); `slot-endpoint` brings up exactly what a job on one slot gets,
+without GitHub, until SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +33,8 @@ def add_parser(subparsers: Any, name: str) -> None:
     """Register `runner` and its subcommands."""
     parser = subparsers.add_parser(
         name,
-        help="the self-hosted GPU runner service (serve, check-config, register-once)",
+        help="the self-hosted GPU runner service (serve, setup, slot-endpoint, check-config,"
+        " register-once)",
         description="One ephemeral just-in-time GitHub Actions runner per GPU slot."
         " serve runs the service until SIGTERM/SIGINT drains it; check-config validates"
         " runner.yml; register-once registers one slot's runner.",
@@ -50,12 +55,25 @@ def add_parser(subparsers: Any, name: str) -> None:
     register.add_argument("--slot", type=int, required=True, help="slot index (check-config)")
     register.add_argument("--jit-config-file", type=Path,
                           help="write the runner's encoded JIT config here (mode 0600)")
+    setup = actions.add_parser(
+        "setup", help="prepare this host for the slots (users, IDs, folders, devices); as root",
+        description="Idempotent: creates each slot's user and subordinate IDs, its folders and"
+        " its GPU node's group, and makes /dev/net/tun usable; prints every change.")
+    _common(setup)
+    endpoint = actions.add_parser(
+        "slot-endpoint", help="bring up what a job on one slot gets, until SIGTERM",
+        description="The slot's engine (under the slot's user) and its filter, without GitHub;"
+        " prints DOCKER_HOST=unix://<socket> once ready; SIGTERM/SIGINT removes what it"
+        " started.")
+    _common(endpoint)
+    endpoint.add_argument("--slot", type=int, required=True, help="slot index (check-config)")
 
 
 def run(args: argparse.Namespace) -> int:
     """The runner action named on the command line."""
     actions = {"serve": run_serve, "check-config": run_check_config,
-               "register-once": run_register_once}
+               "register-once": run_register_once, "setup": run_setup,
+               "slot-endpoint": run_slot_endpoint}
     return actions[args.runner_action](args)
 
 
@@ -81,6 +99,41 @@ def run_serve(args: argparse.Namespace) -> int:
     return serve(effective, slots)
 
 
+def run_setup(args: argparse.Namespace) -> int:
+    """Prepare the host; 0 (changes printed, or "nothing to change"), 2 on what it cannot do."""
+    from repro_gate.runner.host_setup import set_up
+
+    effective, slots = load(args)
+    set_up(effective, slots, print)
+    return 0
+
+
+def run_slot_endpoint(args: argparse.Namespace) -> int:
+    """The slot's endpoint in the foreground; its first line is DOCKER_HOST=…; 0 after SIGTERM."""
+    from repro_gate.runner.slot_endpoint import SlotEndpoint
+
+    effective, slots = load(args)
+    slot = _slot(slots, args.slot)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set())
+                for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with SlotEndpoint(effective, slot) as endpoint:
+            print(f"DOCKER_HOST=unix://{endpoint.socket}", flush=True)
+            while not stop.wait(0.5):
+                pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+def _slot(slots: list[Slot], index: int) -> Slot:
+    if not 0 <= index < len(slots):
+        raise ConfigError(f"--slot {index}: this machine has slots 0 to {len(slots) - 1}")
+    return slots[index]
+
+
 def run_check_config(args: argparse.Namespace) -> int:
     """Print what the service would register; exit 0, or 2 on a bad configuration."""
     effective, slots = load(args)
@@ -103,10 +156,9 @@ def run_check_config(args: argparse.Namespace) -> int:
 def run_register_once(args: argparse.Namespace) -> int:
     """One JIT registration; prints the runner's name and id."""
     effective, slots = load(args)
-    if not 0 <= args.slot < len(slots):
-        raise ConfigError(f"--slot {args.slot}: this machine has slots 0 to {len(slots) - 1}")
+    slot = _slot(slots, args.slot)
     try:
-        runner = Registrar(effective).register(slots[args.slot])
+        runner = Registrar(effective).register(slot)
     except PublishError as error:
         # 401/403/404 are credentials or a target without the permission; the rest is GitHub.
         raise GateError(f"registration failed: {error}", kind=ErrorKind.CONFIG) from None

@@ -1,0 +1,136 @@
+"""What a job on one slot gets: the slot's engine, under the slot's identity, behind the filter.
+
+    job --/var/run/docker.sock--> filter (proxy/, in the service) --> the slot's engine
+
+`serve`, `runner slot-endpoint` and `runner audit` all bring a slot up through this one class.
+With the rootless engine (the default) the engine is the slot's own daemon (slot_engine.py);
+with the shared engine it is the host's daemon at docker_url and only the filter holds.
+Each slot's filter runs in a thread and event loop of its own: one slot's traffic never waits
+for another's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+from repro_gate.errors import ConfigError, ErrorKind, GateError
+from repro_gate.runner.proxy.policy import SlotPolicy
+from repro_gate.runner.proxy.server import serve as serve_filter
+from repro_gate.runner.runner_config import EngineKind, RunnerConfig
+from repro_gate.runner.slot_engine import SlotEngine, launcher
+from repro_gate.runner.slot_folders import ROOT, Owner, SlotFolders
+from repro_gate.runner.slot_identity import SlotIdentity
+from repro_gate.runner.slots import Slot
+
+FILTER_START_SECONDS = 10.0
+
+
+def unix_socket(docker_url: str) -> Path:
+    """The shared daemon's socket: the filter forwards to it, so it must be a Unix socket."""
+    if not docker_url.startswith("unix://"):
+        raise ConfigError(f"docker_url {docker_url}: the runner service needs the daemon's Unix"
+                          " socket (unix:///…): its per-slot filters forward to it")
+    return Path(docker_url.removeprefix("unix://"))
+
+
+class SlotEndpoint:
+    """`with SlotEndpoint(config, slot) as endpoint:`; `endpoint.socket` is a job's DOCKER_HOST."""
+
+    def __init__(self, config: RunnerConfig, slot: Slot) -> None:
+        self.config = config
+        self.slot = slot
+        self.folders = SlotFolders.under(config.work_root, slot)
+        self.rootless = config.isolation.engine is EngineKind.ROOTLESS
+        self.owner: Owner = ROOT
+        self.engine: SlotEngine | None = None
+        self.filter: _FilterThread | None = None
+
+    @property
+    def socket(self) -> Path:
+        """The filter's socket: what a job gets as /var/run/docker.sock."""
+        return self.folders.proxy_socket
+
+    @property
+    def engine_url(self) -> str:
+        """The engine the service itself talks to (runner containers, cleanup)."""
+        return self.engine.url if self.engine is not None else self.config.docker_url
+
+    def start(self) -> None:
+        if self.rootless:
+            self.owner = SlotIdentity.of(self.config, self.slot).owner()
+            self.engine = SlotEngine(launcher(self.config), self.owner, self.folders)
+        self.folders.create(self.owner, engine=self.rootless)
+        upstream = unix_socket(self.engine_url)
+        if self.engine is not None:
+            self.engine.start()
+        policy = SlotPolicy(gpu_uuid=self.slot.uuid, work_folder=self.folders.work.resolve(),
+                            allowed_capabilities=self.config.allowed_capabilities)
+        self.filter = _FilterThread(policy, self.socket, upstream, self.slot.index)
+        try:
+            self.filter.start()
+        except GateError:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Everything start() started, in reverse; safe to call twice."""
+        if self.filter is not None:
+            self.filter.stop()
+            self.filter = None
+        if self.engine is not None:
+            self.engine.stop()
+
+    def __enter__(self) -> SlotEndpoint:
+        self.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.stop()
+
+
+class _FilterThread:
+    """One slot's filter in an asyncio loop of its own thread."""
+
+    def __init__(self, policy: SlotPolicy, listen: Path, upstream: Path, index: int) -> None:
+        self.policy = policy
+        self.listen = listen
+        self.upstream = upstream
+        self.loop = asyncio.new_event_loop()
+        self.task: asyncio.Task[None] | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name=f"slot{index}-filter", daemon=True)
+
+    def start(self) -> None:
+        """Start it and wait until its socket listens."""
+        self.listen.unlink(missing_ok=True)  # a stale socket of a killed service
+        self.thread.start()
+        deadline = time.monotonic() + FILTER_START_SECONDS
+        while not self.listen.exists():
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise GateError(f"the slot's Docker filter did not start: {self.error}",
+                                kind=ErrorKind.DOCKER)
+            time.sleep(0.05)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.task = self.loop.create_task(serve_filter(self.policy, self.listen, self.upstream))
+        try:
+            self.loop.run_until_complete(self.task)
+        except asyncio.CancelledError:
+            pass
+        except Exception as error:  # reported by start()
+            self.error = error
+        finally:
+            self.loop.close()
+
+    def stop(self) -> None:
+        if self.task is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already ended
+                self.loop.call_soon_threadsafe(self.task.cancel)
+        self.thread.join(FILTER_START_SECONDS)

@@ -14,6 +14,7 @@ pytest_plugins = [
     "helpers.docker_fixtures",
     "helpers.github_fixtures",
     "helpers.upgrade_fixtures",
+    "helpers.rootless_slots",
 ]
 
 

@@ -1,0 +1,180 @@
+"""The kernel boundary under each slot: real rootless engines under real users, made by the real
+`runner setup` and brought up by the real `runner slot-endpoint` (tests/helpers/rootless_slots.py).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+from helpers.docker_fixtures import PinnedImage
+from helpers.rootless_slots import (
+    USER_PREFIX,
+    EndpointProcess,
+    RootlessHost,
+    load_image,
+    repro_gate,
+    write_rootless_config,
+)
+from helpers.runner_files import SLOT_UUIDS
+
+pytestmark = pytest.mark.docker
+# Each try prints what it got or the error it met.
+ATTEMPT = """
+for what in ("open({canary!r}).read()", "open('/host/etc/rg-pwned', 'a').write('pwned')",
+             "open({other!r}).read()"):
+    try:
+        print(eval(what))
+    except OSError as error:
+        print(error)
+"""
+
+
+@pytest.fixture
+def canary() -> Iterator[tuple[Path, str]]:
+    """A secret in a file only root may read, in a folder only root may enter."""
+    folder = Path("/root") / f"rg-canary-{secrets.token_hex(4)}"
+    folder.mkdir(mode=0o700)
+    secret = secrets.token_hex(16)
+    path = folder / "canary"
+    path.write_text(secret)
+    path.chmod(0o600)
+    yield path, secret
+    path.unlink()
+    folder.rmdir()
+
+
+def slot_user_ids(slot: int) -> tuple[int, int]:
+    import pwd
+
+    entry = pwd.getpwnam(f"{USER_PREFIX}{slot}")
+    return entry.pw_uid, entry.pw_gid
+
+
+def run(client: docker.DockerClient, image: str, script: str, **options: object) -> str:
+    """The Python script's output, whatever its exit code (stderr included)."""
+    container = client.containers.create(image, ["python3", "-c", script], **options)
+    try:
+        container.start()
+        container.wait(timeout=60)
+        return str(container.logs(stdout=True, stderr=True).decode(errors="replace"))
+    finally:
+        container.remove(force=True)
+
+
+def test_setup_made_a_user_ids_and_private_folders_per_slot_and_a_second_run_changes_nothing(
+    rootless_host: RootlessHost,
+) -> None:
+    again = repro_gate("runner", "setup", "--config", str(rootless_host.config))
+    assert (again.returncode, again.stdout.strip(), again.stderr) == (0, "nothing to change", "")
+    owners = set()
+    for slot in (0, 1):
+        uid, _ = slot_user_ids(slot)
+        assert uid != 0
+        folder = rootless_host.folder(slot).stat()
+        assert (folder.st_uid, folder.st_mode & 0o777) == (uid, 0o700)
+        owners.add(uid)
+        for kind in ("uid", "gid"):
+            lines = Path(f"/etc/sub{kind}").read_text().splitlines()
+            assert f"{USER_PREFIX}{slot}:{1_600_000_000 + slot * 65536}:65536" in lines
+    assert len(owners) == 2
+    assert os.stat("/dev/net/tun").st_mode & 0o666 == 0o666
+
+
+def test_setup_refuses_an_overlapping_id_range_in_one_line_before_making_anything(
+    tmp_path: Path, rootless_host: RootlessHost,
+) -> None:
+    work_root = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp")) / "w"  # short: sockets
+    config = write_rootless_config(tmp_path, work_root, user_prefix="rgclash-slot",
+                                   subordinate_id_base=1_600_000_000 + 1000)
+    done = repro_gate("runner", "setup", "--config", str(config))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert f"{USER_PREFIX}0 already has 1600000000-1600065535" in done.stderr
+    assert "rgclash-slot0" not in Path("/etc/passwd").read_text()
+    assert not work_root.exists()
+    work_root.parent.rmdir()
+
+
+def test_a_job_loads_runs_execs_and_removes_its_containers_with_its_gpu_and_sigterm_cleans_up(
+    rootless_host: RootlessHost, docker_client: docker.DockerClient, python_image: PinnedImage,
+) -> None:
+    endpoint = EndpointProcess(rootless_host, 0)
+    try:
+        image = load_image(docker_client, python_image, endpoint.client)
+        work = rootless_host.folder(0) / "work"
+        container = endpoint.client.containers.create(
+            image, ["python3", "-c", "import time; open('/w/out', 'w').write('hello');"
+                    " print('hello', flush=True); time.sleep(60)"],
+            volumes={str(work): {"bind": "/w", "mode": "rw"}},
+            device_requests=[docker.types.DeviceRequest(device_ids=[SLOT_UUIDS[0]],
+                                                        capabilities=[["gpu"]])])
+        assert len(container.id) == 64
+        container.start()
+        exec_result = container.exec_run(["python3", "-c", "import os; print(os.getuid())"])
+        assert exec_result.exit_code == 0 and exec_result.output.strip() == b"0"
+        container.kill()
+        assert container.wait(timeout=60)["StatusCode"] != 0
+        assert b"hello" in container.logs()
+        container.remove()
+        # Root in the container is the slot's user on the host.
+        written = (work / "out").stat()
+        assert (written.st_uid, written.st_gid) == slot_user_ids(0)
+        assert rootless_host.visible_devices()[container.id] == SLOT_UUIDS[0]
+    finally:
+        code, errors = endpoint.stop()
+    assert (code, errors) == (0, "")
+    uid, _ = slot_user_ids(0)
+    left = subprocess.run(["pgrep", "-u", str(uid)], capture_output=True, text=True).stdout
+    assert left == ""
+    assert not endpoint.socket.exists()
+    (work / "out").unlink()
+
+
+def test_with_the_filter_gone_the_slot_engine_still_cannot_reach_root_files_or_another_slot(
+    rootless_host: RootlessHost, docker_client: docker.DockerClient, python_image: PinnedImage,
+    canary: tuple[Path, str],
+) -> None:
+    """Requests sent straight to the slot's engine, past the filter, as if it had fallen."""
+    canary_path, secret = canary
+    other_work = rootless_host.folder(1) / "work"
+    other_file = other_work / "other-slot-canary"
+    other_file.write_text(secret)
+    endpoint = EndpointProcess(rootless_host, 0)
+    engine = docker.DockerClient(
+        base_url=f"unix://{rootless_host.folder(0)}/engine/run/docker.sock", timeout=120)
+    try:
+        image = load_image(docker_client, python_image, engine)
+        attempts = {
+            "host root, privileged": dict(volumes={"/": {"bind": "/host", "mode": "rw"}},
+                                          privileged=True),
+            "the canary's folder": dict(volumes={str(canary_path.parent): {"bind": "/host/root"
+                                        f"/{canary_path.parent.name}", "mode": "rw"}}),
+        }
+        command = ATTEMPT.format(canary=f"/host{canary_path}", other=f"/host{other_file}")
+        for what, options in attempts.items():
+            try:
+                output = run(engine, image, command, **options)
+            except docker.errors.APIError as refused:  # the engine refused the mount itself
+                output = str(refused)
+            assert secret not in output, what
+            assert "permission denied" in output.lower(), (what, output)
+        assert not Path("/etc/rg-pwned").exists()
+        try:
+            output = run(engine, image, "print(open('/o/other-slot-canary').read())",
+                         volumes={str(other_work): {"bind": "/o", "mode": "ro"}})
+        except docker.errors.APIError as refused:
+            output = str(refused)
+        assert secret not in output
+        assert "permission denied" in output.lower()
+    finally:
+        engine.close()
+        endpoint.stop()
+        other_file.unlink()

@@ -153,9 +153,11 @@ def slot_endpoints(rootless_host: RootlessHost) -> Iterator[dict[int, EndpointPr
             endpoint.stop()
 
 
-def load_image(source: docker.DockerClient, image: PinnedImage,
+def load_image(source: docker.DockerClient, image: PinnedImage | str,
                target: docker.DockerClient) -> str:
-    """`image` saved from the shared daemon and loaded through `target` (a slot endpoint)."""
-    data = b"".join(source.images.get(image.tag).save(named=True))
+    """`image` (or a tag) saved from the shared daemon and loaded through `target` (a slot
+    endpoint); its ID."""
+    tag = image if isinstance(image, str) else image.tag
+    data = b"".join(source.images.get(tag).save(named=True))
     [loaded] = target.images.load(data)
     return str(loaded.id)

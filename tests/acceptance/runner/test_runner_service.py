@@ -12,9 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,13 +21,13 @@ import pytest
 from helpers.fake_github import Answer, FakeGitHub
 from helpers.gpu_dockerd import GpuDockerd
 from helpers.runner_files import SLOT_UUIDS, token_file, write_config
+from helpers.serve_process import Serve
 
 from repro_gate.runner.containers import SERVICE_LABEL, SLOT_INDEX_LABEL
 from repro_gate.runner.proxy.ownership import SLOT_LABEL
 
 pytestmark = pytest.mark.docker
 SERVICE = "repro-gate-gpuhost"  # name_prefix-host of write_config's runner.yml
-LINE_SECONDS = 60.0
 RESULT = re.compile(r"slot (\d) runner: STANDIN-RESULT (\{.*\})$")
 # The job: is the last job's file still there? Then ask the slot's proxy for the other slot's
 # GPU, and (TEST_WAIT set) wait for a file the test writes into the workspace.
@@ -59,60 +57,6 @@ IDLE_ON_SLOT1 = (
     f'if [ "$REPRO_GATE_SLOT_UUID" = "{SLOT_UUIDS[1]}" ]; then exec python3 -c "import signal,'
     ' sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); time.sleep(3600)"; fi;'
     ' exec /home/runner/run.sh')
-
-
-class Serve:
-    """`repro-gate runner serve --config FILE` in a subprocess; its stderr lines collected."""
-
-    def __init__(self, config: Path) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "repro_gate", "runner", "serve", "--config", str(config)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=config.parent)
-        self.lines: list[str] = []
-        self._changed = threading.Condition()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            with self._changed:
-                self.lines.append(line.rstrip("\n"))
-                self._changed.notify_all()
-
-    def wait_for(self, pattern: str, count: int = 1) -> list[re.Match[str]]:
-        """The first `count` lines matching `pattern`, waiting for them to come."""
-        deadline = time.monotonic() + LINE_SECONDS
-        with self._changed:
-            while True:
-                found = [m for line in self.lines if (m := re.search(pattern, line))]
-                if len(found) >= count:
-                    return found[:count]
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.process.poll() is not None and not self._reader.is_alive()):
-                    raise AssertionError(f"no {count} lines {pattern!r} in:\n" + self.log())
-                self._changed.wait(min(left, 0.5))
-
-    def signal(self, number: int) -> None:
-        self.process.send_signal(number)
-
-    def finish(self, timeout: float = LINE_SECONDS) -> int:
-        code = self.process.wait(timeout=timeout)
-        self._reader.join(5)
-        return code
-
-    def log(self) -> str:
-        return "\n".join(self.lines)
-
-    def metrics(self) -> str:
-        [found] = self.wait_for(r"metrics on (http://\S+)")
-        with urllib.request.urlopen(found.group(1), timeout=10) as response:
-            return str(response.read().decode())
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
 
 
 @pytest.fixture

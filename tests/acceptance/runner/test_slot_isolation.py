@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -14,7 +16,10 @@ from pathlib import Path
 import docker
 import docker.errors
 import pytest
+import yaml
 from helpers.docker_fixtures import PinnedImage
+from helpers.fake_github import FakeGitHub
+from helpers.gpu_dockerd import build_standin_image
 from helpers.rootless_slots import (
     USER_PREFIX,
     EndpointProcess,
@@ -24,6 +29,9 @@ from helpers.rootless_slots import (
     write_rootless_config,
 )
 from helpers.runner_files import SLOT_UUIDS
+from helpers.serve_process import Serve
+
+from repro_gate.runner.proxy.ownership import SLOT_LABEL
 
 pytestmark = pytest.mark.docker
 # Each try prints what it got or the error it met.
@@ -178,3 +186,67 @@ def test_with_the_filter_gone_the_slot_engine_still_cannot_reach_root_files_or_a
         engine.close()
         endpoint.stop()
         other_file.unlink()
+
+
+# The job: who am I on the host, and may I have the other slot's GPU?
+JOB = r'''
+import http.client, json, os, socket
+from pathlib import Path
+Path("marker").write_text("written by the job")
+other = [u for u in os.environ["TEST_SLOTS"].split() if u != os.environ["REPRO_GATE_GPUS"]][0]
+class Unix(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect("/var/run/docker.sock")
+body = {"Image": "none", "HostConfig": {"DeviceRequests": [
+    {"Driver": "nvidia", "DeviceIDs": [other], "Capabilities": [["gpu"]]}]}}
+connection = Unix("docker")
+connection.request("POST", "/containers/create", json.dumps(body),
+                   {"Content-Type": "application/json"})
+print("PROXY-OTHER-GPU", connection.getresponse().status, flush=True)
+'''
+
+
+def test_the_service_runs_each_slots_runner_on_the_slots_own_engine_as_the_slots_user(
+    tmp_path: Path, rootless_host: RootlessHost, docker_client: docker.DockerClient,
+    python_image: PinnedImage, github: FakeGitHub,
+) -> None:
+    standin = build_standin_image(docker_client, python_image.tag)
+    image = ""
+    for slot in (0, 1):  # the engines keep their images (their data roots stay)
+        endpoint = EndpointProcess(rootless_host, slot)
+        image = load_image(docker_client, standin, endpoint.client)
+        endpoint.stop()
+    document = yaml.safe_load(rootless_host.config.read_text())
+    document["github"].update(api_url=github.base_url)
+    document["github"]["auth"]["token_file"] = str(rootless_host.config.parent / "token")
+    document.update(host="gpuhost", metrics={"listen": "127.0.0.1:0"}, drain_timeout_seconds=60,
+                    runner={"image": image, "network": "none", "environment": {
+                        "STANDIN_JOB": 'python3 -c "$TEST_JOB"', "TEST_JOB": JOB,
+                        "TEST_SLOTS": " ".join(SLOT_UUIDS)}})
+    config = tmp_path / "runner.yml"
+    config.write_text(yaml.safe_dump(document))
+    service = Serve(config, env={**os.environ,
+                                 "PATH": f"{rootless_host.hook_dir}:{os.environ['PATH']}"})
+    try:
+        for slot, uuid in enumerate(SLOT_UUIDS):
+            service.wait_for(f"slot {slot}: job started on {uuid}$")
+            service.wait_for(f"slot {slot} runner: PROXY-OTHER-GPU 403$")
+            [found] = service.wait_for(rf"slot {slot} runner: STANDIN-RESULT (\{{.*\}})$")
+            assert json.loads(found.group(1))["job_exit"] == 0
+        seen = rootless_host.visible_devices()
+        for slot, uuid in enumerate(SLOT_UUIDS):
+            engine = docker.DockerClient(
+                base_url=f"unix://{rootless_host.folder(slot)}/engine/run/docker.sock")
+            runners = engine.containers.list(all=True, filters={"label": f"{SLOT_LABEL}={uuid}"})
+            engine.close()
+            assert runners, f"no runner container on slot {slot}'s own engine"
+            assert {seen[runner.id] for runner in runners if runner.id in seen} == {uuid}
+    finally:
+        service.signal(signal.SIGTERM)
+        code = service.finish()
+    assert code == 0, service.log()
+    assert "Traceback" not in service.log()
+    for slot in (0, 1):
+        uid, _ = slot_user_ids(slot)
+        assert subprocess.run(["pgrep", "-u", str(uid)], capture_output=True).stdout == b""

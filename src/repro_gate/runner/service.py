@@ -146,7 +146,7 @@ class Service:
 
     def _start_endpoint(self, slot: Slot, labels: list[str] | None) -> None:
         """The slot's engine and filter; on its own engine, the image and no orphans."""
-        endpoint = SlotEndpoint(self.config, slot)
+        endpoint = SlotEndpoint(self.config, slot, lambda line: emit(f"slot {slot.index}: {line}"))
         self.endpoints[slot.index] = endpoint
         endpoint.start()
         emit(f"slot {slot.index}: jobs get {endpoint.socket} (engine {endpoint.engine_url})")

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -28,6 +29,8 @@ from repro_gate.runner.slot_identity import SlotIdentity
 from repro_gate.runner.slots import Slot
 
 FILTER_START_SECONDS = 10.0
+WATCH_SECONDS = 1.0  # how often the engine is checked; a dead one is started again
+RESTART_RETRY_SECONDS = 10.0
 
 
 def unix_socket(docker_url: str) -> Path:
@@ -41,14 +44,18 @@ def unix_socket(docker_url: str) -> Path:
 class SlotEndpoint:
     """`with SlotEndpoint(config, slot) as endpoint:`; `endpoint.socket` is a job's DOCKER_HOST."""
 
-    def __init__(self, config: RunnerConfig, slot: Slot) -> None:
+    def __init__(self, config: RunnerConfig, slot: Slot,
+                 say: Callable[[str], None] = lambda _: None) -> None:
         self.config = config
         self.slot = slot
+        self.say = say  # one log line about this slot
         self.folders = SlotFolders.under(config.work_root, slot)
         self.rootless = config.isolation.engine is EngineKind.ROOTLESS
         self.owner: Owner = ROOT
         self.engine: SlotEngine | None = None
         self.filter: _FilterThread | None = None
+        self.stopping = threading.Event()
+        self.watcher: threading.Thread | None = None
 
     @property
     def socket(self) -> Path:
@@ -68,6 +75,9 @@ class SlotEndpoint:
         upstream = unix_socket(self.engine_url)
         if self.engine is not None:
             self.engine.start()
+            self.watcher = threading.Thread(target=self._watch, args=(self.engine,),
+                                            name=f"slot{self.slot.index}-engine", daemon=True)
+            self.watcher.start()
         policy = SlotPolicy(gpu_uuid=self.slot.uuid, work_folder=self.folders.work.resolve(),
                             allowed_capabilities=self.config.allowed_capabilities)
         self.filter = _FilterThread(policy, self.socket, upstream, self.slot.index)
@@ -77,8 +87,26 @@ class SlotEndpoint:
             self.stop()
             raise
 
+    def _watch(self, engine: SlotEngine) -> None:
+        """An engine that died (killed, out of memory) is started again: the slot's cycle
+        waits for its daemon to come back, as for a restart of the shared one."""
+        while not self.stopping.wait(WATCH_SECONDS):
+            if engine.running():
+                continue
+            self.say(f"the slot's engine stopped ({engine.exit_status()}); starting it again")
+            try:
+                engine.start()
+                self.say("the slot's engine is back")
+            except GateError as error:
+                self.say(f"{error}; trying again in {RESTART_RETRY_SECONDS:g} s")
+                self.stopping.wait(RESTART_RETRY_SECONDS)
+
     def stop(self) -> None:
         """Everything start() started, in reverse; safe to call twice."""
+        self.stopping.set()
+        if self.watcher is not None:
+            self.watcher.join()
+            self.watcher = None
         if self.filter is not None:
             self.filter.stop()
             self.filter = None

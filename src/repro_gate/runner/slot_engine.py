@@ -94,6 +94,10 @@ class SlotEngine:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def exit_status(self) -> str:
+        code = None if self.process is None else self.process.poll()
+        return "not started" if code is None else f"exit status {code}"
+
     def stop(self) -> None:
         """Its containers stopped, then the daemon; the pid namespace takes the rest."""
         process, self.process = self.process, None

@@ -10,12 +10,14 @@ import secrets
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import docker
 import docker.errors
 import pytest
+import requests
 import yaml
 from helpers.docker_fixtures import PinnedImage
 from helpers.fake_github import FakeGitHub
@@ -250,3 +252,27 @@ def test_the_service_runs_each_slots_runner_on_the_slots_own_engine_as_the_slots
     for slot in (0, 1):
         uid, _ = slot_user_ids(slot)
         assert subprocess.run(["pgrep", "-u", str(uid)], capture_output=True).stdout == b""
+
+
+def test_a_slot_engine_that_dies_is_started_again_behind_the_same_endpoint(
+    rootless_host: RootlessHost,
+) -> None:
+    endpoint = EndpointProcess(rootless_host, 1)
+    try:
+        uid, _ = slot_user_ids(1)
+        killed = subprocess.run(["pkill", "-KILL", "-u", str(uid), "-x", "rootlesskit"],
+                                capture_output=True)
+        assert killed.returncode == 0
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert endpoint.client.ping()
+                break
+            except (docker.errors.DockerException, requests.RequestException):
+                assert time.monotonic() < deadline, "the engine did not come back"
+                time.sleep(0.5)
+    finally:
+        code, errors = endpoint.stop()
+    assert code == 0
+    assert "the slot's engine stopped (exit status" in errors
+    assert "the slot's engine is back" in errors

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,7 @@ def run_slot_endpoint(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, lambda *_: stop.set())
                 for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        with SlotEndpoint(effective, slot) as endpoint:
+        with SlotEndpoint(effective, slot, lambda line: print(line, file=sys.stderr)) as endpoint:
             print(f"DOCKER_HOST=unix://{endpoint.socket}", flush=True)
             while not stop.wait(0.5):
                 pass

@@ -143,11 +143,15 @@ def _ancestry_risk(environ: Mapping[str, str], payload: Mapping[str, Any], workd
     name = environ.get("GITHUB_REPOSITORY", "")
     host = urlsplit(environ.get("GITHUB_SERVER_URL") or DEFAULT_SERVER).hostname or ""
     base = BaseRepository(name, host)
+    if not name:
+        return ForkRisk(f"GITHUB_REPOSITORY is not set ({event} event), so whether the code is"
+                        " the base repository's cannot be told, on a self-hosted runner",
+                        SELF_HOSTED_WHY)
     checkout = read_checkout(workdir, base)
-    if checkout is None or not name:
+    if checkout is None:
         return ForkRisk(f"the working directory is not in a git checkout ({event} event), so"
-                        f" whether its code is {name or 'the base repository'}'s cannot be told,"
-                        " on a self-hosted runner", SELF_HOSTED_WHY)
+                        f" whether its code is {name}'s cannot be told, on a self-hosted runner",
+                        SELF_HOSTED_WHY)
     checkouts = [checkout]
     if workspace := environ.get("GITHUB_WORKSPACE"):
         other = read_checkout(Path(workspace), base)

@@ -352,6 +352,7 @@ def test_a_fork_remote_does_not_make_its_branches_the_base_repositorys(
     """actions/checkout with `repository:` the fork: `origin` is the fork, so its branches and
     tags, fetched to refs/remotes/origin/* and refs/tags/*, are not the base repository's."""
     network = Network(tmp_path)
+    git(network.fork, "tag", "v1.1", network.fork_head)
     job = Job(tmp_path, github, event_payload("workflow_run")).on("workflow_run", network)
     head = job.checkout(network, network.fork_head,
                         (network.fork, "+refs/heads/*:refs/remotes/origin/*"),

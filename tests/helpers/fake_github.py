@@ -17,11 +17,12 @@ import struct
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import requests
 from openapi_core import OpenAPI
@@ -93,6 +94,9 @@ class FakeGitHub:
         self.statuses: list[dict[str, Any]] = []
         self.comments: dict[int, list[dict[str, Any]]] = {}
         self.pulls: list[dict[str, Any]] = []  # open pull requests: add_pull
+        # The repository's commits (SHA -> parents) and its branches and tags: set_history
+        self.commits: dict[str, tuple[str, ...]] = {}
+        self.refs: dict[str, str] = {}
         self.actions = ActionsState()  # self-hosted runners, the App installation (fake_runners)
         self.down = False  # every request answered 503, like an outage
         self._scripted: list[tuple[str, re.Pattern[str], deque[Answer]]] = []
@@ -137,6 +141,12 @@ class FakeGitHub:
             "head": {"label": head_label, "ref": branch, "sha": head_sha,
                      "user": {"login": owner}},
         })
+
+    def set_history(self, commits: Mapping[str, Sequence[str]], refs: Mapping[str, str]) -> None:
+        """The repository's git history (each commit's parents) and its branches and tags by
+        name (`main`, `v1.0`), which the compare endpoint answers from."""
+        self.commits = {sha: tuple(parents) for sha, parents in commits.items()}
+        self.refs = dict(refs)
 
     def requests_to(self, method: str, pattern: str) -> list[Seen]:
         """The requests seen for `method` on paths matching `pattern`."""
@@ -266,6 +276,8 @@ class FakeGitHub:
                 return self._create_status(owner, repo, sha, body, who)
             case "GET", ["pulls"]:
                 return self._list_pulls(query)
+            case "GET", ["compare", basehead]:
+                return self._compare(owner, repo, unquote(basehead))
             case "GET", ["issues", number, "comments"]:
                 return self._list_comments(owner, repo, int(number), query)
             case "POST", ["issues", number, "comments"]:
@@ -379,6 +391,79 @@ class FakeGitHub:
             return Answer(200, body=[])
         head = query.get("head")
         return Answer(200, body=[p for p in self.pulls if head in (None, p["head"]["label"])])
+
+    def _compare(self, owner: str, repo: str, basehead: str) -> Answer:
+        """`base...head` as GitHub compares them: by the history of each (refs or SHAs)."""
+        base_name, separator, head_name = basehead.partition("...")
+        base, head = self._resolve(base_name), self._resolve(head_name)
+        if not separator or base is None or head is None:
+            return Answer(404, body={"message": "Not Found",
+                                     "documentation_url": "https://docs.github.com/rest"})
+        of_base, of_head = self._ancestors(base), self._ancestors(head)
+        status = ("identical" if base == head else "behind" if head in of_base
+                  else "ahead" if base in of_head else "diverged")
+        ahead = sorted(of_head - of_base)
+        merge_base = next((sha for sha in self._ancestors_in_order(head) if sha in of_base), base)
+        url = f"{self.base_url}/repos/{owner}/{repo}/compare/{basehead}"
+        html = f"https://github.com/{owner}/{repo}/compare/{basehead}"
+        return Answer(200, body={
+            "url": url,
+            "html_url": html,
+            "permalink_url": html,
+            "diff_url": f"{html}.diff",
+            "patch_url": f"{html}.patch",
+            "base_commit": self._commit(owner, repo, base),
+            "merge_base_commit": self._commit(owner, repo, merge_base),
+            "status": status,
+            "ahead_by": len(ahead),
+            "behind_by": len(of_base - of_head),
+            "total_commits": len(ahead),
+            "commits": [self._commit(owner, repo, sha) for sha in ahead[:1]],
+            "files": [],
+        })
+
+    def _resolve(self, name: str) -> str | None:
+        if name in self.refs:
+            return self.refs[name]
+        return name.lower() if name.lower() in self.commits else None
+
+    def _ancestors(self, sha: str) -> set[str]:
+        return set(self._ancestors_in_order(sha))
+
+    def _ancestors_in_order(self, sha: str) -> list[str]:
+        """`sha` and its ancestors, nearest first."""
+        order: list[str] = []
+        queue = deque([sha])
+        while queue:
+            current = queue.popleft()
+            if current not in order:
+                order.append(current)
+                queue.extend(self.commits.get(current, ()))
+        return order
+
+    def _commit(self, owner: str, repo: str, sha: str) -> dict[str, Any]:
+        api = f"{self.base_url}/repos/{owner}/{repo}"
+        person = {"name": "Test", "email": "test@example.com", "date": "2026-01-01T00:00:00Z"}
+        return {
+            "url": f"{api}/commits/{sha}",
+            "sha": sha,
+            "node_id": f"C_kwDO{sha[:12]}",
+            "html_url": f"https://github.com/{owner}/{repo}/commit/{sha}",
+            "comments_url": f"{api}/commits/{sha}/comments",
+            "commit": {
+                "url": f"{api}/git/commits/{sha}",
+                "author": person,
+                "committer": person,
+                "message": "a commit",
+                "comment_count": 0,
+                "tree": {"sha": "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+                         "url": f"{api}/git/trees/4b825dc642cb6eb9a060e54bf8d69288fbee4904"},
+            },
+            "author": None,
+            "committer": None,
+            "parents": [{"sha": parent, "url": f"{api}/commits/{parent}"}
+                        for parent in self.commits.get(sha, ())],
+        }
 
     def _list_comments(self, owner: str, repo: str, issue: int, query: dict[str, str]) -> Answer:
         per_page = min(int(query.get("per_page", 30)), 100)

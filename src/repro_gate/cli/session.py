@@ -79,12 +79,14 @@ class Session:
             raise
 
     def configure(self, load: Callable[[], Config]) -> Config:
-        """The config `load` gives, checked for a fork's pull request on a self-hosted runner
-        (refused, or a warning where allowed); an error is recorded."""
+        """The config `load` gives, checked for code that is not the base repository's on a
+        self-hosted runner, or a fork's checked out by pull_request_target (refused, or a
+        warning where allowed); an error is recorded."""
         with self.recording():
             effective = load()
             if warning := check_fork_safety(self.environ, effective.workdir,
-                                            effective.allow_fork_pull_requests):
+                                            effective.allow_fork_pull_requests,
+                                            effective.report.timeout):
                 self.warn(warning)
         return effective
 

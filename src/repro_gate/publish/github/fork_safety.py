@@ -1,40 +1,66 @@
-"""Fork safety: a fork's code does not run where it must not, unless the workflow says so.
+"""Fork safety: code that is not the base repository's does not run where it must not, unless
+the workflow says so.
 
-Two situations are refused before anything runs (docs/action.md#pull-requests-from-forks):
+Two rules, checked before anything runs (docs/action.md#pull-requests-from-forks):
 
-- on a self-hosted runner, a `pull_request` (or `pull_request_review*`) event from a fork of a
-  public repository: anyone can open one, and its code would run on a machine that keeps GPUs,
-  caches and a Docker daemon from one job to the next;
-- a `pull_request_target` event whose workspace has the fork's head (or the pull request's merge
-  commit) checked out: that job runs with the base repository's secrets and a write token, so
-  checking out the fork's head runs its code with them. On any runner: secrets are at stake
-  everywhere.
+- **On a self-hosted runner** (`RUNNER_ENVIRONMENT=self-hosted`) of a public repository, the
+  commit checked out (HEAD of the working directory's checkout, and of the workspace's when it
+  is another one) must be in the history of one of the base repository's branches or tags:
+  the tip of one, or an ancestor of it. Whatever the event (`pull_request`,
+  `pull_request_target`, `workflow_run`, `issue_comment`, `workflow_dispatch`, any other): the
+  event says what triggered the job, not what the job checked out. Such a machine keeps GPUs,
+  caches and a Docker daemon from one job to the next.
+  - Which local refs are the base repository's, and why a local branch is not: `ancestry.py`.
+  - GitHub's merge commit for a pull request (`refs/pull/N/merge`) is in no branch's history;
+    it counts when both its parents do. Only the merge GitHub names counts so: `GITHUB_SHA` (on
+    `pull_request` events the merge commit GitHub made for the run) or the event's
+    `pull_request.merge_commit_sha`. Any other merge commit counts only by its own history: a
+    merge of two base commits made by hand can hold any tree.
+  - A shallow checkout (`.git/shallow`; actions/checkout's default `fetch-depth: 1`), or one
+    that fetched no base ref, cannot tell by itself: GitHub's compare endpoint is asked
+    (`compare.py`), with the job's token, about each commit the checkout could not place,
+    against these names in order, deduplicated, stopping at the first that holds it:
+    `GITHUB_BASE_REF`, `GITHUB_HEAD_REF` (the base repository's branch of that name, if any),
+    the branch or tag `GITHUB_REF` names, and the repository's default branch. So at most 4
+    requests for a commit, 8 for a merge commit's two parents. A failed request, or no token,
+    refuses: nothing runs that could not be placed.
+  - A working directory outside any git checkout cannot be placed either: refused.
+  - A private or internal repository is not checked: only people with access to it can push to
+    it or open a pull request on it.
+- **`pull_request_target` on any runner**: a workspace that has the fork's head (or the pull
+  request's merge commit, or a child of either) checked out runs the fork's code with the base
+  repository's secrets and a write token. This is about secrets, not the machine.
 
 `allow_fork_pull_requests` (input `allow-fork-pull-requests`) turns a refusal into a warning.
-The workspace's HEAD is read with dulwich: the action's image has no git binary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from repro_gate.errors import ForkRefusedError
+from repro_gate.config.model import DEFAULT_REPORT_TIMEOUT
+from repro_gate.errors import ForkRefusedError, GitHubError
+from repro_gate.publish.github.ancestry import BaseRepository, Checkout, Reach, read_checkout
+from repro_gate.publish.github.client import GitHubClient, RetryPolicy
+from repro_gate.publish.github.compare import compare
 from repro_gate.publish.github.event import read_event_payload
+from repro_gate.publish.github.reporter import client_from_environment, token_from_environment
 
 FORK_SAFE_DOCS = "docs/action.md#pull-requests-from-forks"
-# Events that run the pull request's own code (the workflow of its merge commit).
-PULL_REQUEST_CODE_EVENTS = ("pull_request", "pull_request_review", "pull_request_review_comment")
 TARGET_EVENT = "pull_request_target"
 SELF_HOSTED = "self-hosted"  # RUNNER_ENVIRONMENT on such a runner (else github-hosted, or unset)
+DEFAULT_SERVER = "https://github.com"
 # The input's name: the config key and the flag are documented beside it.
 ALLOW_HINT = "or set allow-fork-pull-requests: true"
-SELF_HOSTED_WHY = ("its untrusted code would run on a machine that keeps GPUs and caches"
-                   " between jobs")
+SELF_HOSTED_WHY = ("code that is not the base repository's would run on a machine that keeps"
+                   " GPUs and caches between jobs")
 TARGET_WHY = ("pull_request_target runs with secrets; checking out the fork's head runs its code"
               " with them")
+NO_TOKEN = "there is no GitHub token to ask GitHub with (input github-token or GITHUB_TOKEN)"
 
 
 @dataclass(frozen=True)
@@ -63,7 +89,8 @@ class PullRequest:
 
 @dataclass(frozen=True)
 class ForkRisk:
-    """A fork's code about to run where it must not: what happens, and why that is refused."""
+    """Code not the base repository's about to run where it must not: what happens, and why
+    that is refused."""
 
     situation: str
     why: str
@@ -76,10 +103,16 @@ class ForkRisk:
         return f"allow-fork-pull-requests is true: running anyway: {self.situation}: {self.why}"
 
 
-def check_fork_safety(environ: Mapping[str, str], workdir: Path, allowed: bool) -> str | None:
-    """None when no fork's code is at stake; the warning to log when `allowed`; otherwise
-    ForkRefusedError (exit code 3) with the one-line refusal."""
-    risk = fork_risk(environ, workdir)
+class CannotTell(Exception):
+    """GitHub could not be asked, or did not answer: the commit cannot be placed."""
+
+
+def check_fork_safety(environ: Mapping[str, str], workdir: Path, allowed: bool,
+                      timeout: float = DEFAULT_REPORT_TIMEOUT) -> str | None:
+    """None when no outside code is at stake; the warning to log when `allowed`; otherwise
+    ForkRefusedError (exit code 3) with the one-line refusal. `timeout`: seconds GitHub may
+    take to answer, retries included (a shallow checkout only)."""
+    risk = fork_risk(environ, workdir, timeout)
     if risk is None:
         return None
     if allowed:
@@ -87,23 +120,150 @@ def check_fork_safety(environ: Mapping[str, str], workdir: Path, allowed: bool) 
     raise ForkRefusedError(risk.refusal())
 
 
-def fork_risk(environ: Mapping[str, str], workdir: Path) -> ForkRisk | None:
-    """The risk of this job, from the event, the runner and the checked-out commit; None: none."""
-    event = environ.get("GITHUB_EVENT_NAME", "")
-    if event not in (*PULL_REQUEST_CODE_EVENTS, TARGET_EVENT):
+def fork_risk(environ: Mapping[str, str], workdir: Path,
+              timeout: float = DEFAULT_REPORT_TIMEOUT) -> ForkRisk | None:
+    """The risk of this job, from the runner and the checked-out commit; None: none."""
+    payload = read_event_payload(environ)
+    target = environ.get("GITHUB_EVENT_NAME") == TARGET_EVENT
+    if target and (risk := _target_risk(environ, payload, workdir)):
+        return risk
+    if environ.get("RUNNER_ENVIRONMENT") != SELF_HOSTED:
         return None
-    pull_request = read_pull_request(read_event_payload(environ), environ)
+    if not _is_public(_mapping(payload.get("repository"))):
+        return None
+    return _ancestry_risk(environ, payload, workdir, timeout)
+
+
+# -- on a self-hosted runner: the checked-out commit is the base repository's -----------------
+
+
+def _ancestry_risk(environ: Mapping[str, str], payload: Mapping[str, Any], workdir: Path,
+                   timeout: float) -> ForkRisk | None:
+    event = environ.get("GITHUB_EVENT_NAME") or "unknown"
+    name = environ.get("GITHUB_REPOSITORY", "")
+    host = urlsplit(environ.get("GITHUB_SERVER_URL") or DEFAULT_SERVER).hostname or ""
+    base = BaseRepository(name, host)
+    if not name:
+        return ForkRisk(f"GITHUB_REPOSITORY is not set ({event} event), so whether the code is"
+                        " the base repository's cannot be told, on a self-hosted runner",
+                        SELF_HOSTED_WHY)
+    checkout = read_checkout(workdir, base)
+    if checkout is None:
+        return ForkRisk(f"the working directory is not in a git checkout ({event} event), so"
+                        f" whether its code is {name}'s cannot be told, on a self-hosted runner",
+                        SELF_HOSTED_WHY)
+    checkouts = [checkout]
+    if workspace := environ.get("GITHUB_WORKSPACE"):
+        other = read_checkout(Path(workspace), base)
+        if other is not None and other.root != checkout.root:
+            checkouts.append(other)
+    github = GitHubQuestions(environ, payload, name, timeout)
+    merges = _github_merges(environ, payload)
+    for each in checkouts:
+        if situation := _outside_base(each, merges, github):
+            return ForkRisk(f"{situation} ({event} event), on a self-hosted runner",
+                            SELF_HOSTED_WHY)
+    return None
+
+
+def _outside_base(checkout: Checkout, merges: frozenset[str],
+                  github: GitHubQuestions) -> str | None:
+    """Why the checkout's HEAD is not the base repository's; None when it is."""
+    head = checkout.head
+    if checkout.reach[head] is Reach.REACHABLE:
+        return None
+    merge = head in merges and len(checkout.parents) == 2
+    subject = f"the checked-out commit {head[:12]}"
+    if merge:
+        subject += f", GitHub's merge of {' and '.join(p[:12] for p in checkout.parents)},"
+    to_place = checkout.parents if merge else (head,)
+    where = f"the history of any branch or tag of {github.repository}"
+    for sha in to_place:
+        if checkout.reach[sha] is Reach.UNKNOWN:
+            try:
+                if github.in_history(sha):
+                    continue
+            except CannotTell as error:
+                local = "is shallow" if checkout.shallow else "holds no branch or tag of it"
+                return f"whether {subject} is in {where} cannot be told: the checkout" \
+                       f" {local} and {error}"
+        elif checkout.reach[sha] is Reach.REACHABLE:
+            continue
+        return f"{subject} has the parent {sha[:12]}, which is not in {where}" if merge \
+            else f"{subject} is not in {where}"
+    return None
+
+
+class GitHubQuestions:
+    """Asks GitHub's compare endpoint whether a commit is in a base branch's or tag's history;
+    the client is made at the first question (most jobs ask none)."""
+
+    def __init__(self, environ: Mapping[str, str], payload: Mapping[str, Any],
+                 repository: str, timeout: float) -> None:
+        self.environ = environ
+        self.repository = repository
+        self.refs = _refs_to_ask(environ, payload)
+        self.timeout = timeout
+        self._client: GitHubClient | None = None
+
+    def in_history(self, sha: str) -> bool:
+        """True at the first ref that holds `sha`; False when none does. CannotTell when no
+        request can be sent or one fails."""
+        if not self.refs:
+            raise CannotTell("the event names no branch or tag to ask GitHub about")
+        client = self._client or self._connect()
+        for ref in self.refs:
+            try:
+                status = compare(client, self.repository, ref, sha)
+            except GitHubError as error:
+                raise CannotTell(f"GitHub's compare failed: {error}") from None
+            if status is not None and status.in_history:
+                return True
+        return False
+
+    def _connect(self) -> GitHubClient:
+        token = token_from_environment(self.environ)
+        if not token:
+            raise CannotTell(NO_TOKEN)
+        self._client = client_from_environment(self.environ, token,
+                                               RetryPolicy(budget=self.timeout))
+        return self._client
+
+
+def _refs_to_ask(environ: Mapping[str, str], payload: Mapping[str, Any]) -> tuple[str, ...]:
+    """The base repository's branches and tags to ask about, in order, without repeats."""
+    names = [environ.get("GITHUB_BASE_REF"), environ.get("GITHUB_HEAD_REF")]
+    ref = environ.get("GITHUB_REF", "")
+    if ref.startswith(("refs/heads/", "refs/tags/")):
+        names.append(ref.split("/", 2)[2])
+    names.append(_text(_mapping(payload.get("repository")).get("default_branch")))
+    # No `owner:` (another repository of the network) and no `..` (a range): git forbids both
+    # in a ref's name, so a name holding one is not a ref of the base repository.
+    wanted = [name for name in names if name and ":" not in name and ".." not in name]
+    return tuple(dict.fromkeys(wanted))
+
+
+def _github_merges(environ: Mapping[str, str], payload: Mapping[str, Any]) -> frozenset[str]:
+    """The merge commits GitHub made for the pull request: GITHUB_SHA (on `pull_request`
+    events, `refs/pull/N/merge`) and the payload's `merge_commit_sha`."""
+    pr = _mapping(payload.get("pull_request"))
+    named = (environ.get("GITHUB_SHA"), _text(pr.get("merge_commit_sha")))
+    return frozenset(sha.lower() for sha in named if sha)
+
+
+# -- pull_request_target on any runner: the fork's code is not checked out ---------------------
+
+
+def _target_risk(environ: Mapping[str, str], payload: Mapping[str, Any],
+                 workdir: Path) -> ForkRisk | None:
+    pull_request = read_pull_request(payload, environ)
     if pull_request is None or not pull_request.from_fork:
         return None
-    if event == TARGET_EVENT:
-        checked_out = _checked_out(pull_request, _workspaces(environ, workdir))
-        if checked_out is None:
-            return None
-        return ForkRisk(f"{pull_request.describe()}, and its code is checked out (HEAD"
-                        f" {checked_out[:12]})", TARGET_WHY)
-    if environ.get("RUNNER_ENVIRONMENT") != SELF_HOSTED or not pull_request.public:
+    checked_out = _checked_out(pull_request, _workspaces(environ, workdir))
+    if checked_out is None:
         return None
-    return ForkRisk(f"{pull_request.describe()}, on a self-hosted runner", SELF_HOSTED_WHY)
+    return ForkRisk(f"{pull_request.describe()}, and its code is checked out (HEAD"
+                    f" {checked_out[:12]})", TARGET_WHY)
 
 
 def read_pull_request(payload: Mapping[str, Any], environ: Mapping[str, str]) -> PullRequest | None:
@@ -143,7 +303,7 @@ def _workspaces(environ: Mapping[str, str], workdir: Path) -> list[Path]:
     return places
 
 
-def _checked_out(pull_request: PullRequest, places: list[Path]) -> str | None:
+def _checked_out(pull_request: PullRequest, places: Sequence[Path]) -> str | None:
     """HEAD of a repository holding one of `places` when it is the pull request's head or merge
     commit, or a child of one: `refs/pull/N/merge` fetched after the event has a merge commit
     the payload does not name, with the fork's head among its parents."""
@@ -158,7 +318,6 @@ def checked_out_commits(directory: Path) -> tuple[str, ...]:
     """HEAD of the git repository holding `directory` (found upwards), then its parents; empty
     when there is none or it cannot be read (a directory that is not a checkout runs no fork's
     head)."""
-    # Imported here: only a pull_request_target event from a fork reads a repository.
     from dulwich.errors import NotGitRepository
     from dulwich.objects import Commit
     from dulwich.repo import Repo

@@ -92,16 +92,19 @@ KEYS: tuple[ConfigKey, ...] = (
               ("--data",), group=RUN, metavar="PATH",
               doc="data paths checksummed into the fingerprint"),
     ConfigKey("allow_fork_pull_requests", Kind.BOOLEAN,
-              "run a fork's pull request on a self-hosted runner of a public repository"
-              " (refused by default; see docs/action.md)",
+              "run code not in the base repository's history on a self-hosted runner of a"
+              " public repository (refused by default; see docs/action.md)",
               ("--allow-fork-pull-requests",), group=RUN,
               action_input="allow-fork-pull-requests",
-              doc="let a fork's pull request of a public repository run on a self-hosted runner"
+              doc="let a commit that is not in the history of the base repository's branches or"
+                  " tags (a fork's) run on a self-hosted runner of a public repository"
                   " ([docs/action.md](docs/action.md#pull-requests-from-forks))",
-              input_description="true runs a pull request from a fork on a self-hosted runner of"
-                                " a public repository, and a fork's head checked out by"
-                                " pull_request_target, with a warning. Empty: the config file's"
-                                " allow_fork_pull_requests, else false: both are refused before"
+              input_description="true runs, with a warning, a commit that is not in the history"
+                                " of the base repository's branches or tags (a fork's) on a"
+                                " self-hosted runner of a public repository, whatever the event,"
+                                " and a fork's head checked out by pull_request_target. Empty:"
+                                " the config file's allow_fork_pull_requests, else false: both"
+                                " are refused before"
                                 " anything runs (docs/action.md#pull-requests-from-forks).",
               input_doc="`true`: run a fork's code where the gate refuses it by default, with a"
                         " warning; see [Pull requests from forks](#pull-requests-from-forks)."

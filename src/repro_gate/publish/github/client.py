@@ -127,7 +127,7 @@ class GitHubClient:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
     ) -> requests.Response:
-        """Send one request (path relative to the base URL, or an absolute URL from a Link)."""
+        """Send one request (path relative to the base URL, or an absolute URL on the API)."""
         url = path if path.startswith(("http://", "https://")) else self.base_url + path
         if not self.inside(url):
             raise GitHubAnswerError(method, path[:200], None, f"not on {self.base_url}: not sent")
@@ -273,7 +273,7 @@ def _rate_limit_wait(response: requests.Response) -> float | None:
 def _error_message(response: requests.Response) -> str:
     try:
         body = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses
         return one_line(response.text) or response.reason or "error"
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         details = [

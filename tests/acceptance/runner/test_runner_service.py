@@ -4,6 +4,7 @@ device request start, with the stand-in runner image (tests/fixtures/standin_run
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -24,7 +25,14 @@ from helpers.fake_github import Answer, FakeGitHub
 from helpers.gpu_dockerd import GpuDockerd
 from helpers.runner_files import SLOT_UUIDS, token_file, write_config
 
-from repro_gate.runner.containers import SERVICE_LABEL, SLOT_INDEX_LABEL
+from repro_gate.runner.containers import (
+    SERVICE_LABEL,
+    SLOT_INDEX_LABEL,
+    Conflict,
+    Daemon,
+    RunnerSpec,
+    runner_container_name,
+)
 from repro_gate.runner.proxy.ownership import SLOT_LABEL
 
 pytestmark = pytest.mark.docker
@@ -478,6 +486,30 @@ def test_a_container_with_the_runner_name_cannot_block_the_slot(
         assert squatter.name == f"{SERVICE}-slot0"
     finally:
         squatter.remove(force=True)
+
+
+def test_a_taken_name_is_a_conflict_the_slot_tries_again_with_another(
+    gpu_dockerd: GpuDockerd, standin_runner_image: str
+) -> None:
+    stem = f"{SERVICE}-slot0"
+    names = {runner_container_name(stem) for _ in range(100)}
+    assert len(names) == 100 and all(re.fullmatch(f"{stem}-[0-9a-f]{{12}}", n) for n in names)
+    taken = gpu_dockerd.client.containers.create(standin_runner_image, ["true"],
+                                                 name=names.pop(), network_mode="none")
+    daemon = Daemon(gpu_dockerd.url)
+    spec = RunnerSpec(taken.name, standin_runner_image, ("true",), (), "none",
+                      ((SLOT_LABEL, SLOT_UUIDS[0]),), SLOT_UUIDS[0], ())
+    try:
+        with pytest.raises(Conflict, match=f"create {taken.name}: Conflict"):
+            daemon.create_runner(spec)  # SlotCycle tries another name: not a crash
+        other = names.pop()
+        assert daemon.create_runner(dataclasses.replace(spec, name=other)) != taken.id
+        # Clean-up goes by label: the other container, whatever its name, is not the slot's.
+        assert daemon.remove_labelled(f"{SLOT_LABEL}={SLOT_UUIDS[0]}") == [other]
+        taken.reload()
+    finally:
+        daemon.close()
+        taken.remove(force=True)
 
 
 def test_a_crash_looping_runner_marks_its_slot_unhealthy(

@@ -9,6 +9,7 @@
     └── PublishError               publishing a verdict failed; it never changes the verdict
         ├── PushError              a Pushgateway push attempt
         └── GitHubError            a GitHub API request
+            └── GitHubAnswerError  an answer unlike the API's description, or a URL off the API
 
 A `GateError`'s `kind` is an `ErrorKind`, a closed set: it becomes the manifest's
 `reasons[].code`, which the manifest schema lists as an enum (with the verdict's reason codes).
@@ -177,6 +178,11 @@ class GitHubError(PublishError):
     def unavailable(self) -> bool:
         """True when the endpoint refused us (403/404): a fallback may work."""
         return self.status in (403, 404)
+
+
+class GitHubAnswerError(GitHubError):
+    """GitHub's answer is not what the API describes (not JSON, a field missing or of another
+    type, too large), or it names a URL outside the configured API: nothing in it is used."""
 
 
 def printable(text: str) -> str:

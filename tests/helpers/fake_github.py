@@ -9,6 +9,7 @@ body against the operation's schema, missing API headers) is recorded in `violat
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import re
@@ -67,12 +68,19 @@ class Seen:
 
 @dataclass
 class Answer:
-    """A scripted answer; `reset` closes the connection without answering."""
+    """A scripted answer; `reset` closes the connection without answering.
+
+    Broken answers: `raw` is sent as the body instead of `body` as JSON; `delay` seconds pass
+    before the answer; `length=False` sends no Content-Length (the body ends when the
+    connection closes)."""
 
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None
     reset: bool = False
+    raw: bytes | None = None
+    delay: float = 0.0
+    length: bool = True
 
 
 APP_USERS = {"github-actions": 41898282}
@@ -238,17 +246,24 @@ class FakeGitHub:
             handler.close_connection = True
             handler.connection.close()
             return
+        time.sleep(answer.delay)
         payload = b"" if answer.body is None else json.dumps(answer.body).encode()
+        payload = payload if answer.raw is None else answer.raw
         handler.send_response(answer.status)
         handler.send_header("Content-Type", "application/json; charset=utf-8")
-        handler.send_header("Content-Length", str(len(payload)))
+        if answer.length:
+            handler.send_header("Content-Length", str(len(payload)))
+        else:
+            handler.send_header("Connection", "close")
+            handler.close_connection = True
         handler.send_header("X-GitHub-Media-Type", "github.v3; format=json")
         handler.send_header("x-ratelimit-limit", "1000")
         handler.send_header("x-ratelimit-resource", "core")
         for name, value in answer.headers.items():
             handler.send_header(name, value)
         handler.end_headers()
-        handler.wfile.write(payload)
+        with contextlib.suppress(ConnectionError):  # a client that stopped reading (too large)
+            handler.wfile.write(payload)
 
     # -- the API ----------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from repro_gate.runner.metrics import (
     DURATION_BUCKETS,
     JobOutcome,
     MetricsServer,
+    RegistrationFailure,
     ServiceMetrics,
     SlotState,
     serve_metrics,
@@ -34,7 +35,7 @@ SLOTS = [Slot(0, SLOT_UUIDS[0], "NVIDIA H100 80GB HBM3"),
          Slot(1, SLOT_UUIDS[1], "NVIDIA H100 80GB HBM3"),
          Slot(2, "MIG-0c2d3e4f-5a6b-4b7e-9a61-5e1c2a4b8d3f", "NVIDIA A100-SXM4-40GB")]
 # Every label a runner series may carry: anything else (a runner, job or slot) is unbounded.
-BOUNDED_LABELS = {"pool", "gpu_model", "state", "outcome", "le", "version"}
+BOUNDED_LABELS = {"pool", "gpu_model", "state", "outcome", "kind", "le", "version"}
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
@@ -73,7 +74,7 @@ def run_cycles(metrics: ServiceMetrics) -> None:
     h100, h100b, mig = SLOTS
     for slot in SLOTS:
         metrics.set_state(slot, SlotState.REGISTERING)
-    metrics.registration_failed(h100b)
+    metrics.registration_failed(h100b, RegistrationFailure.MALFORMED)
     metrics.set_state(h100, SlotState.IDLE)
     metrics.set_state(mig, SlotState.IDLE)
     metrics.job_started(h100)
@@ -111,6 +112,9 @@ def test_values_after_job_cycles(served: tuple[ServiceMetrics, MetricsServer]) -
                                   ("health_refusals", A100, 1), ("health_refusals", H100, 0),
                                   ("runner_crashes", H100, 1), ("runner_crashes", A100, 0)]:
         assert value(samples, f"repro_gate_runner_{name}_total", gpu_model=model) == expected
+    kinds = {kind.value: value(samples, "repro_gate_runner_registration_failure_kinds_total",
+                               gpu_model=H100, kind=kind.value) for kind in RegistrationFailure}
+    assert kinds == {"refused": 0, "no_answer": 0, "malformed": 1, "config": 0, "internal": 0}
 
 
 def test_duration_histogram_spans_ci_jobs(served: tuple[ServiceMetrics, MetricsServer]) -> None:

@@ -9,6 +9,7 @@ session is not meant to be shared between threads.
 from __future__ import annotations
 
 import contextlib
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +33,7 @@ SLOT_INDEX_LABEL = "org.repro-gate.runner-slot"
 # still answer it.
 API_VERSION = "1.41"
 API_TIMEOUT = 60  # seconds for one daemon call (a pull streams, so it is not cut by this)
+NAME_SUFFIX_BYTES = 6
 RECONNECT_FIRST_DELAY = 0.5
 RECONNECT_MAX_DELAY = 10.0
 LOG_FLUSH_SECONDS = 5.0  # how long the copy of a stopped runner's output may take to finish
@@ -48,6 +50,10 @@ class DaemonGone(DockerFailure):
 
 class Missing(DockerFailure):
     """The container, image, volume or network does not exist (404)."""
+
+
+class Conflict(DockerFailure):
+    """The daemon refused with 409: for a create, another container has the name."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,12 @@ class ContainerState:
     exit_code: int
 
 
+def runner_container_name(stem: str) -> str:
+    """STEM-<12 random hex digits>: a new name per runner container, which no job can guess
+    and take first (the service finds its containers by label and ID, never by name)."""
+    return f"{stem}-{secrets.token_hex(NAME_SUFFIX_BYTES)}"
+
+
 def service_label(name_prefix: str, host: str) -> str:
     """The value of SERVICE_LABEL for this service: one service per host and prefix."""
     return f"{name_prefix}-{host}"
@@ -113,7 +125,8 @@ class Daemon:
             raise Missing(f"{what}: {one_line(error.explanation or str(error))}") from None
         except docker.errors.APIError as error:
             message = error.explanation or str(error)
-            raise DockerFailure(f"{what}: {one_line(message)}") from None
+            failure = Conflict if error.status_code == 409 else DockerFailure
+            raise failure(f"{what}: {one_line(message)}") from None
         except docker.errors.DockerException as error:
             raise DockerFailure(f"{what}: {one_line(error)}") from None
 

@@ -19,11 +19,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
-from repro_gate.errors import ConfigError, GitHubError, MissingDependencyError, one_line
+from repro_gate.errors import ConfigError, GitHubAnswerError, MissingDependencyError, one_line
+from repro_gate.publish.github.answers import json_object
 from repro_gate.publish.github.client import GitHubClient, RetryPolicy
 from repro_gate.runner.runner_config import AppAuth, TokenFileAuth
 
@@ -91,10 +91,12 @@ class AppInstallationToken:
     def _fetch(self) -> InstallationToken:
         path = f"/app/installations/{self.app.installation_id}/access_tokens"
         client = GitHubClient(self.api_url, self.app_jwt(), policy=self.policy)
-        body = client.request("POST", path).json()
-        if not isinstance(body, dict) or not isinstance(body.get("token"), str):
-            raise GitHubError("POST", path, 201, "the answer holds no token")
-        return InstallationToken(body["token"], _epoch(body.get("expires_at"), self._clock()))
+        answer = json_object(client.request("POST", path), "POST", path)
+        token = answer.text("token")
+        if not token.isprintable() or any(c.isspace() for c in token):  # it becomes a header
+            raise GitHubAnswerError("POST", path, answer.status, "the answer's token is not"
+                                    " one word")
+        return InstallationToken(token, answer.time("expires_at"))
 
     def app_jwt(self) -> str:
         """A JWT that authenticates as the App itself."""
@@ -155,12 +157,3 @@ def _b64(data: str | bytes) -> str:
     raw = data.encode() if isinstance(data, str) else data
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
-
-def _epoch(text: object, now: float) -> float:
-    """GitHub's `2026-11-23T16:00:00Z`; an unreadable time is treated as already expiring."""
-    if isinstance(text, str):
-        try:
-            return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            pass
-    return now

@@ -2,8 +2,8 @@
 
 A registry of its own: the gate's Pushgateway families (`publish/metrics/`) are built per push
 and never share a registry with these. Labels stay bounded: `pool` (runner.yml) and `gpu_model`
-(the slug the runner's GitHub label uses), plus the `state` and `outcome` enums; never a runner
-name, slot UUID, job or run, which would grow a series per job.
+(the slug the runner's GitHub label uses), plus the `state`, `outcome` and `kind` enums; never a
+runner name, slot UUID, job or run, which would grow a series per job.
 """
 
 from __future__ import annotations
@@ -20,7 +20,13 @@ from prometheus_client.exposition import start_http_server
 from prometheus_client.process_collector import ProcessCollector
 
 from repro_gate import __version__
-from repro_gate.errors import ConfigError, one_line
+from repro_gate.errors import (
+    ConfigError,
+    GitHubAnswerError,
+    GitHubError,
+    ReproGateError,
+    one_line,
+)
 from repro_gate.runner.registration import slug
 from repro_gate.runner.slots import Slot
 
@@ -50,6 +56,24 @@ class JobOutcome(str, Enum):
     REFUSED = "refused"  # the job-started hook refused the job (GPU not visible or unhealthy)
     CRASHED = "crashed"
     CANCELLED = "cancelled"  # stopped by a drain past its timeout
+
+
+class RegistrationFailure(str, Enum):
+    """Why a slot's registration step (list, delete, register, App token) failed."""
+
+    REFUSED = "refused"  # GitHub answered with an error status, after the client's retries
+    NO_ANSWER = "no_answer"  # no answer: connection, timeout, the time budget used up
+    MALFORMED = "malformed"  # an answer unlike the API's description, too large, a link off it
+    CONFIG = "config"  # the service's own side: the token file, the App's key
+    INTERNAL = "internal"  # an exception nobody expected: a bug, logged with its type
+
+    @classmethod
+    def of(cls, error: Exception) -> RegistrationFailure:
+        if isinstance(error, GitHubAnswerError):
+            return cls.MALFORMED
+        if isinstance(error, GitHubError):
+            return cls.NO_ANSWER if error.status is None else cls.REFUSED
+        return cls.CONFIG if isinstance(error, ReproGateError) else cls.INTERNAL
 
 
 class ServiceMetrics:
@@ -82,6 +106,10 @@ class ServiceMetrics:
         self._registration_failures = Counter(
             f"{PREFIX}_registration_failures", "JIT registrations GitHub refused or never "
             "answered (after retries).", MODEL_LABELS, registry=registry)
+        self._failure_kinds = Counter(
+            f"{PREFIX}_registration_failure_kinds", "Registration failures by kind (refused,"
+            " no_answer, malformed, config, internal).", [*MODEL_LABELS, "kind"],
+            registry=registry)
         self._health_refusals = Counter(
             f"{PREFIX}_health_refusals", "Jobs the job-started hook refused (GPU not healthy).",
             MODEL_LABELS, registry=registry)
@@ -112,8 +140,12 @@ class ServiceMetrics:
             self._finished.labels(self.pool, model, outcome.value).inc()
             self._duration.labels(self.pool, model).observe(max(seconds, 0.0))
 
-    def registration_failed(self, slot: Slot) -> None:
-        self._count(self._registration_failures, slot)
+    def registration_failed(self, slot: Slot, kind: RegistrationFailure) -> None:
+        model = slug(slot.model)
+        with self._lock:
+            self._ensure(model)
+            self._registration_failures.labels(self.pool, model).inc()
+            self._failure_kinds.labels(self.pool, model, kind.value).inc()
 
     def health_refused(self, slot: Slot) -> None:
         self._count(self._health_refusals, slot)
@@ -137,6 +169,8 @@ class ServiceMetrics:
             self._slots.labels(self.pool, model, state.value).set(0)
         for outcome in JobOutcome:
             self._finished.labels(self.pool, model, outcome.value)
+        for kind in RegistrationFailure:
+            self._failure_kinds.labels(self.pool, model, kind.value)
         for family in (self._started, self._duration, self._registration_failures,
                        self._health_refusals, self._crashes):
             family.labels(self.pool, model)

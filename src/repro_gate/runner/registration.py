@@ -6,7 +6,9 @@ runs one job and GitHub removes it. The service still lists the runners with its
 and deletes what is left (a runner whose container died before taking a job).
 
 Requests go through the project's GitHub client (retries on 5xx, 429 and secondary rate limits,
-honouring Retry-After, within a time budget); each call starts a fresh budget.
+honouring Retry-After, within a time budget); each call starts a fresh budget. Every answer is
+read into typed values (`publish.github.answers`): one that is not what the REST description
+says is a GitHubAnswerError, which the slot counts and retries like a refusal.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from repro_gate.errors import GitHubError
+from repro_gate.publish.github.answers import Fields, json_object
 from repro_gate.publish.github.client import GitHubClient, RetryPolicy
 from repro_gate.runner.github_auth import TokenSource, token_source
 from repro_gate.runner.runner_config import RunnerConfig
@@ -95,12 +98,10 @@ class Registrar:
         if work_folder is not None:
             body["work_folder"] = work_folder
         path = self.github.target.api_path("/generate-jitconfig")
-        answer = self._client().request("POST", path, json=body).json()
-        runner = answer.get("runner") if isinstance(answer, dict) else None
-        if not isinstance(runner, dict) or not isinstance(answer.get("encoded_jit_config"), str):
-            raise GitHubError("POST", path, 201, "the answer holds no runner or JIT config")
-        return JitRunner(int(runner["id"]), str(runner["name"]), labels,
-                         answer["encoded_jit_config"])
+        answer = json_object(self._client().request("POST", path, json=body), "POST", path)
+        runner = answer.object("runner")
+        return JitRunner(runner.integer("id"), runner.text("name"), labels,
+                         answer.text("encoded_jit_config"))
 
     def list_runners(self) -> list[RegisteredRunner]:
         """The target's runners whose name starts with the service's prefix."""
@@ -113,8 +114,9 @@ class Registrar:
             # The list is wrapped ({"total_count", "runners"}), so the client's `paginate`
             # (for bare lists) does not apply; the Link header is followed the same way.
             response = client.request("GET", url, params=query)
-            found += [_runner(item) for item in response.json().get("runners", [])]
-            url = response.links.get("next", {}).get("url")
+            found += [_runner(item) for item in
+                      json_object(response, "GET", url).objects("runners")]
+            url = client.next_page(response, "GET", url)
             query = None
         return [runner for runner in found if runner.name.startswith(prefix)]
 
@@ -133,6 +135,6 @@ class Registrar:
         return GitHubClient(self.github.api_url, self.tokens.token(), policy=self.policy)
 
 
-def _runner(item: dict[str, Any]) -> RegisteredRunner:
-    return RegisteredRunner(int(item["id"]), str(item["name"]), str(item.get("status", "")),
-                            bool(item.get("busy", False)))
+def _runner(item: Fields) -> RegisteredRunner:
+    return RegisteredRunner(item.integer("id"), item.text("name"), item.text("status"),
+                            item.boolean("busy"))

@@ -3,7 +3,7 @@
 The slot's state follows what is seen: IDLE while the runner waits, BUSY once the job-started
 hook has written its status. A drain stops an idle runner at once (its registration deleted
 first, so GitHub gives it no job) and gives a busy one `drain_timeout`. A daemon that stops
-answering is waited for, and the runner looked up again by name.
+answering is waited for, and the runner looked up again by its ID.
 """
 
 from __future__ import annotations
@@ -53,7 +53,6 @@ class WatchedSlot(Protocol):
     registrar: Registrar
     metrics: ServiceMetrics
     drain: threading.Event
-    name: str  # the runner container's name
 
     @property
     def status_folder(self) -> Path: ...
@@ -140,12 +139,13 @@ class RunnerWatch:
             return None
 
     def _lost(self) -> RunnerRun:
-        """The daemon went away: wait for it, then look the runner up again by name."""
+        """The daemon went away: wait for it, then look the runner up again by its ID (a
+        container keeps it through a daemon restart; a name could be a job's container)."""
         cycle = self.cycle
         if not self.daemon.wait_until_back(cycle.drain, cycle.say):
             return RunnerRun(Ending.LOST, None, self.status, self._seconds(time.monotonic()))
         try:
-            state = self.daemon.state(cycle.name)
+            state = self.daemon.state(self.container)
         except DockerFailure:
             state = None
         if state is not None and state.running:  # live-restore kept it: watch it further

@@ -4,10 +4,13 @@
     -> wait (IDLE until the hook's status appears, then BUSY) -> cleanup (containers of the
     slot removed, work and status folders wiped, registration deleted) -> health check …
 
-Faults stay inside the cycle: a registration GitHub still refuses after the client's own
-retries is tried again with capped backoff; a runner that exits non-zero without taking a job
-`crash_loop_limit` times in a row marks the slot UNHEALTHY until the service restarts; a Docker
-daemon that stops answering is waited for, and the runner looked up again by name.
+Faults stay inside the cycle: a registration step that still fails after the client's own
+retries (a refusal, no answer, an answer unlike the API's description, an unreadable token
+file) is counted by kind and tried again with capped backoff, never ending the slot's thread; a
+runner that exits non-zero without taking a job `crash_loop_limit` times in a row marks the
+slot UNHEALTHY until the service restarts; a Docker daemon that stops answering is waited for,
+and the runner looked up again by its ID. The runner container's name is new and random each
+cycle, so a job cannot take it first.
 """
 
 from __future__ import annotations
@@ -17,19 +20,21 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from repro_gate.errors import ReproGateError
+from repro_gate.errors import ReproGateError, one_line
 from repro_gate.runner import hook
 from repro_gate.runner.containers import (
     Bind,
+    Conflict,
     Daemon,
     DaemonGone,
     DockerFailure,
     RunnerSpec,
+    runner_container_name,
     runner_labels,
     service_label,
 )
 from repro_gate.runner.health import check_slot
-from repro_gate.runner.metrics import JobOutcome, ServiceMetrics, SlotState
+from repro_gate.runner.metrics import JobOutcome, RegistrationFailure, ServiceMetrics, SlotState
 from repro_gate.runner.proxy.ownership import SLOT_LABEL
 from repro_gate.runner.registration import JitRunner, Registrar, runner_name
 from repro_gate.runner.runner_config import RunnerConfig
@@ -41,6 +46,7 @@ JIT_VARIABLE = "ACTIONS_RUNNER_INPUT_JITCONFIG"  # read by the actions/runner im
 CONTAINER_SOCKET = "/var/run/docker.sock"
 REGISTER_FIRST_DELAY = 2.0  # backoff after a registration GitHub still refused
 REGISTER_MAX_DELAY = 120.0
+NAME_TRIES = 5  # runner container names tried when one is taken (by a job's container)
 
 
 class SlotCycle:
@@ -58,6 +64,7 @@ class SlotCycle:
         self.drain = drain
         self.emit = emit  # writes one log line
         self.name = runner_name(config.name_prefix, config.host, slot)
+        self.container_name = self.name  # the runner container's: random per cycle
         self.crashes = 0
 
     def run(self) -> None:
@@ -107,9 +114,12 @@ class SlotCycle:
             try:
                 self._delete_registrations()
                 runner = self.registrar.register(self.slot, work_folder=str(self.folders.work))
-            except ReproGateError as error:  # what GitHub still refuses after the retries
-                self.metrics.registration_failed(self.slot)
-                self.say(f"registration failed: {error}; next try in {delay:g} s")
+            except Exception as error:  # nothing GitHub answers may end the slot's thread
+                kind = RegistrationFailure.of(error)
+                self.metrics.registration_failed(self.slot, kind)
+                why = str(error) if isinstance(error, ReproGateError) else (
+                    f"{type(error).__name__}: {one_line(error)}")
+                self.say(f"registration failed ({kind.value}): {why}; next try in {delay:g} s")
                 self.drain.wait(delay)
                 delay = min(delay * 2, REGISTER_MAX_DELAY)
                 continue
@@ -136,7 +146,8 @@ class SlotCycle:
                  Bind(self.folders.status, hook.CONTAINER_STATUS_DIR),
                  Bind(self.folders.proxy_socket, CONTAINER_SOCKET))
         service = service_label(self.config.name_prefix, self.config.host)
-        return RunnerSpec(self.name, self.config.runner.image, self.config.runner.command,
+        return RunnerSpec(self.container_name, self.config.runner.image,
+                          self.config.runner.command,
                           tuple(environment.items()), self.config.runner.network,
                           runner_labels(service, self.slot.uuid, self.slot.index),
                           self.slot.uuid, binds)
@@ -146,7 +157,7 @@ class SlotCycle:
         and each cleanup wipe it)."""
         began = time.monotonic()
         try:
-            container = daemon.create_runner(self._spec(runner))
+            container = self._create(daemon, runner)
             daemon.start(container)
             # The log holds the output from the start: nothing is missed by following it now.
             output = daemon.copy_output(container, self.runner_line)
@@ -161,6 +172,19 @@ class SlotCycle:
         output.finish()
         self._finished(run)
         return run
+
+    def _create(self, daemon: Daemon, runner: JitRunner) -> str:
+        """The runner container under a new random name; a name taken (a job's container
+        cannot take the service's) is not a crash: another is tried."""
+        for attempt in range(1, NAME_TRIES + 1):
+            self.container_name = runner_container_name(self.name)
+            try:
+                return daemon.create_runner(self._spec(runner))
+            except Conflict as error:
+                if attempt == NAME_TRIES:
+                    raise
+                self.say(f"{error}: trying another name")
+        raise AssertionError("unreachable: the last try returns or raises")
 
     def runner_line(self, line: str) -> None:
         self.emit(f"slot {self.slot.index} runner: {line}")
@@ -219,7 +243,7 @@ class SlotCycle:
                 self.say(f"cleanup: {error}")
                 removed = []
                 break
-        if left := [name for name in removed if name != self.name]:
+        if left := [name for name in removed if name != self.container_name]:
             self.say(f"removed the job's containers: {', '.join(left)}")
         wipe(self.folders.work)
         wipe(self.folders.status)

@@ -1,14 +1,21 @@
-"""The REST client against the fake API: headers, retries, rate limits, budget, GHES."""
+"""The REST client against the fake API: headers, retries, rate limits, budget, GHES, and the
+token sent nowhere but the configured API."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from helpers.fake_github import Answer, FakeGitHub
 from helpers.github_env import FAST, HEAD_SHA
+from helpers.runner_files import token_file, write_config
 
+from repro_gate.errors import GitHubAnswerError
 from repro_gate.publish.github.client import GitHubClient, GitHubError, RetryPolicy
+from repro_gate.runner.registration import Registrar
+from repro_gate.runner.runner_config import load_runner_config
 
 REPO = "octo-org/trainer"
 STATUS = {"state": "success", "context": "repro-gate", "description": "bit-for-bit reproducible"}
@@ -164,3 +171,71 @@ def test_the_fake_api_rejects_what_github_would(github: FakeGitHub) -> None:
     assert len(github.violations) == 2
     assert "head_sha" in github.violations[0]
     github.violations.clear()  # seen and checked: these were sent on purpose
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[FakeGitHub]:
+    """A second API on another port: where a hostile answer would send the token."""
+    other = FakeGitHub().start()
+    yield other
+    other.stop()
+
+
+@pytest.mark.parametrize("where", ["other port", "other host name", "other scheme"])
+def test_a_next_link_off_the_api_is_refused_and_gets_no_token(
+    github: FakeGitHub, elsewhere: FakeGitHub, where: str
+) -> None:
+    own_port = github.base_url.rsplit(":", 1)[1]
+    target = {"other port": elsewhere.base_url,
+              "other host name": f"http://localhost:{own_port}",  # the same server, by name
+              "other scheme": f"https://127.0.0.1:{own_port}"}[where]
+    link = f'<{target}/repos/{REPO}/issues/7/comments?page=2>; rel="next"'
+    github.script("GET", "/issues/7/comments", Answer(200, headers={"Link": link}, body=[]))
+    with pytest.raises(GitHubAnswerError) as raised:
+        list(client_for(github).paginate(f"/repos/{REPO}/issues/7/comments"))
+    assert f"its next-page link {target}/repos/" in str(raised.value)
+    assert f"is not on {github.base_url}: not followed" in str(raised.value)
+    assert elsewhere.seen == [] and len(github.seen) == 1  # nothing went anywhere else
+
+
+def test_the_runner_list_follows_no_link_off_the_api(
+    tmp_path: Path, github: FakeGitHub, elsewhere: FakeGitHub
+) -> None:
+    link = f'<{elsewhere.base_url}/repos/{REPO}/actions/runners?page=2>; rel="next"'
+    github.script("GET", "/actions/runners$", Answer(200, headers={"Link": link},
+                                                       body={"total_count": 0, "runners": []}))
+    config = write_config(tmp_path, {"repository": REPO, "api_url": github.base_url,
+                                     "auth": {"token_file": token_file(tmp_path).name}})
+    with pytest.raises(GitHubAnswerError, match=r"next-page link .* not followed"):
+        Registrar(load_runner_config(config), policy=FAST).list_runners()
+    assert elsewhere.seen == []
+
+
+def test_a_redirect_off_the_api_is_refused_and_gets_no_token(
+    github: FakeGitHub, elsewhere: FakeGitHub
+) -> None:
+    moved = f"{elsewhere.base_url}/repos/{REPO}/statuses/{HEAD_SHA}"
+    github.script("POST", "/statuses/", Answer(307, headers={"Location": moved}))
+    with pytest.raises(GitHubAnswerError, match=f"a redirect to {moved} leaves the API"):
+        post_status(client_for(github))
+    assert elsewhere.seen == []
+
+
+def test_a_redirect_inside_the_api_is_followed(github: FakeGitHub) -> None:
+    moved = f"{github.base_url}/repos/{REPO}/statuses/{HEAD_SHA}"
+    github.script("POST", "/statuses/", Answer(307, headers={"Location": moved}))
+    assert post_status(client_for(github)) == 201
+    assert len(github.requests_to("POST", "/statuses/")) == 2
+
+
+def test_an_absolute_url_off_the_api_is_not_sent(github: FakeGitHub, elsewhere: FakeGitHub
+                                                  ) -> None:
+    with pytest.raises(GitHubAnswerError, match="not sent"):
+        client_for(github).request("GET", f"{elsewhere.base_url}/repos/{REPO}/pulls")
+    assert elsewhere.seen == []
+
+
+def test_a_page_that_is_not_a_list_of_objects_is_refused(github: FakeGitHub) -> None:
+    github.script("GET", "/issues/7/comments", Answer(200, body={"message": "hi"}))
+    with pytest.raises(GitHubAnswerError, match="HTTP 200: the answer is not a list of JSON"):
+        list(client_for(github).paginate(f"/repos/{REPO}/issues/7/comments"))

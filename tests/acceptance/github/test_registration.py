@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -16,7 +17,7 @@ import pytest
 from helpers.fake_github import Answer, FakeGitHub, Principal
 from helpers.runner_files import SLOT_UUIDS, app_keys, repro_gate, token_file, write_config
 
-from repro_gate.errors import GitHubError
+from repro_gate.errors import GitHubAnswerError, GitHubError
 from repro_gate.publish.github.client import RetryPolicy
 from repro_gate.runner.github_auth import AppInstallationToken, rs256_signer
 from repro_gate.runner.registration import MAX_NAME, Registrar, runner_name_stem
@@ -214,3 +215,89 @@ def test_a_token_without_the_permission_cannot_register(tmp_path: Path, github: 
     with pytest.raises(GitHubError, match="HTTP 403: Resource not accessible by integration"):
         registrar.register(H100)
     assert github.actions.runners == {}
+
+
+GOOD_RUNNER = {"id": 23, "name": "repro-gate-gpuhost-slot1"}
+LATER = "2099-01-01T00:00:00Z"
+HUGE = b'{"runner": "' + b"x" * (5 * 1024 * 1024) + b'"}'
+
+
+@pytest.mark.parametrize(("answer", "problem"), [
+    (Answer(201, raw=b"<html>upstream error</html>"), "the answer is not JSON"),
+    (Answer(201), "the answer is empty"),
+    (Answer(201, raw=b"[" * 100_000), "the answer is not JSON"),  # nested past Python's stack
+    (Answer(201, body=[GOOD_RUNNER]), "the answer is a list, not a JSON object"),
+    (Answer(201, body="ok"), "the answer is a string, not a JSON object"),
+    (Answer(201, body={"encoded_jit_config": "e30="}), "the answer holds no runner"),
+    (Answer(201, body={"runner": {"name": "n"}, "encoded_jit_config": "e30="}),
+     "the answer's runner holds no id"),
+    (Answer(201, body={"runner": {**GOOD_RUNNER, "id": "23"}, "encoded_jit_config": "e30="}),
+     "the answer's runner has id as a string, not a whole number"),
+    (Answer(201, body={"runner": {**GOOD_RUNNER, "id": True}, "encoded_jit_config": "e30="}),
+     "the answer's runner has id as true or false, not a whole number"),
+    (Answer(201, body={"runner": GOOD_RUNNER, "encoded_jit_config": None}),
+     "the answer has encoded_jit_config as null, not a string"),
+    (Answer(201, raw=HUGE), "the answer is larger than 4 MiB: not read"),
+    (Answer(201, raw=HUGE, length=False), "the answer is larger than 4 MiB: not read"),
+], ids=["not-json", "empty", "too-deep", "list", "string", "no-runner", "no-id", "id-string",
+        "id-bool", "null-config", "huge", "huge-unannounced"])
+def test_a_malformed_registration_answer_is_one_typed_error_and_the_next_try_works(
+    tmp_path: Path, github: FakeGitHub, answer: Answer, problem: str
+) -> None:
+    github.script("POST", "generate-jitconfig$", answer)
+    registrar = Registrar(load_runner_config(token_config(tmp_path, github)), policy=FAST)
+    with pytest.raises(GitHubAnswerError) as raised:
+        registrar.register(H100)
+    assert str(raised.value) == ("POST /repos/octo-org/trainer/actions/runners/"
+                                 f"generate-jitconfig: HTTP 201: {problem}")
+    assert github.actions.runners == {}
+    runner = registrar.register(H100)  # GitHub answers as described again: registered
+    assert list(github.actions.runners) == [runner.id]
+
+
+@pytest.mark.parametrize(("body", "problem"), [
+    ([], "the answer is a list, not a JSON object"),
+    ({"total_count": 1}, "the answer holds no runners"),
+    ({"runners": [7]}, "runners[0] is a number, not a JSON object"),
+    ({"runners": [{"id": 5, "status": "offline", "busy": False}]}, "runners[0] holds no name"),
+    ({"runners": [{"id": 5, "name": "r", "status": "offline", "busy": "no"}]},
+     "runners[0] has busy as a string, not true or false"),
+])
+def test_a_malformed_runner_list_is_one_typed_error(
+    tmp_path: Path, github: FakeGitHub, body: object, problem: str
+) -> None:
+    github.script("GET", "/actions/runners$", Answer(200, body=body))
+    registrar = Registrar(load_runner_config(token_config(tmp_path, github)), policy=FAST)
+    with pytest.raises(GitHubAnswerError, match=f"HTTP 200: {re.escape(problem)}$"):
+        registrar.list_runners()
+    registrar.register(H100)
+    assert [r.name for r in registrar.list_runners()] == ["repro-gate-gpuhost-slot1"]
+
+
+def test_a_slow_answer_is_cut_and_tried_again(tmp_path: Path, github: FakeGitHub) -> None:
+    github.script("POST", "generate-jitconfig$", Answer(201, delay=3.0, body={}))
+    policy = RetryPolicy(budget=20, request_timeout=0.5, base_delay=0.05, max_delay=0.2)
+    registrar = Registrar(load_runner_config(token_config(tmp_path, github)), policy=policy)
+    started = time.monotonic()
+    runner = registrar.register(H100)
+    assert time.monotonic() - started < 3.0
+    assert len(github.requests_to("POST", "generate-jitconfig$")) == 2
+    assert list(github.actions.runners) == [runner.id]
+
+
+@pytest.mark.parametrize(("fields", "problem"), [
+    ({"token": None, "expires_at": LATER}, "the answer has token as null, not a string"),
+    ({"token": "ghs_a b", "expires_at": LATER}, "the answer's token is not one word"),
+    ({"token": "ghs_x"}, "the answer holds no expires_at"),
+    ({"token": "ghs_x", "expires_at": "in an hour"},
+     "the answer has expires_at 'in an hour', not a time"),
+])
+def test_a_malformed_installation_token_is_one_typed_error(
+    tmp_path: Path, github: FakeGitHub, fields: dict[str, object], problem: str
+) -> None:
+    effective = load_runner_config(app_config(tmp_path, github))
+    github.script("POST", "/access_tokens$", Answer(201, body=fields))
+    tokens = AppInstallationToken(effective.github.auth, github.base_url, policy=FAST)
+    with pytest.raises(GitHubAnswerError, match=f"HTTP 201: {re.escape(problem)}$"):
+        tokens.token()
+    assert tokens.token() == "ghs_installation1"  # the next answer is good: it is used

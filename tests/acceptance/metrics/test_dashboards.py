@@ -33,6 +33,7 @@ from repro_gate.publish.metrics.pushgateway import keep_payload
 from repro_gate.runner.metrics import (
     JobOutcome,
     MetricsServer,
+    RegistrationFailure,
     ServiceMetrics,
     SlotState,
     serve_metrics,
@@ -197,7 +198,7 @@ def runner_metrics() -> ServiceMetrics:
     metrics = ServiceMetrics("lab")
     slot = Slot(0, "GPU-5e1c2a4b-8d3f-4b7e-9a61-0c2d3e4f5a6b", "NVIDIA H100 80GB HBM3")
     metrics.set_state(slot, SlotState.REGISTERING)
-    metrics.registration_failed(slot)
+    metrics.registration_failed(slot, RegistrationFailure.REFUSED)
     metrics.set_state(slot, SlotState.BUSY)
     metrics.job_started(slot)
     metrics.job_finished(slot, JobOutcome.COMPLETED, 600.0)

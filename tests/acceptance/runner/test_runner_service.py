@@ -4,6 +4,7 @@ device request start, with the stand-in runner image (tests/fixtures/standin_run
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -23,7 +24,14 @@ from helpers.gpu_dockerd import GpuDockerd
 from helpers.runner_files import SLOT_UUIDS, token_file, write_config
 from helpers.serve_process import Serve
 
-from repro_gate.runner.containers import SERVICE_LABEL, SLOT_INDEX_LABEL
+from repro_gate.runner.containers import (
+    SERVICE_LABEL,
+    SLOT_INDEX_LABEL,
+    Conflict,
+    Daemon,
+    RunnerSpec,
+    runner_container_name,
+)
 from repro_gate.runner.proxy.ownership import SLOT_LABEL
 
 pytestmark = pytest.mark.docker
@@ -139,7 +147,7 @@ def test_one_runner_per_slot_its_gpu_only_wiped_and_registered_again(
     for container in containers:
         slot = int(container.labels[SLOT_INDEX_LABEL])
         uuid = SLOT_UUIDS[slot]
-        assert container.name == f"{SERVICE}-slot{slot}"
+        assert re.fullmatch(f"{SERVICE}-slot{slot}-[0-9a-f]{{12}}", container.name)
         assert container.labels[SLOT_LABEL] == uuid
         [request] = container.attrs["HostConfig"]["DeviceRequests"]
         assert (request["Driver"], request["DeviceIDs"], request["Capabilities"]) == (
@@ -254,7 +262,7 @@ def test_a_restart_after_kill_9_removes_the_orphans(
     [old_runner] = github.actions.runners
     assert orphan.status == "running"  # kill -9 left the runner and its job behind
     second = serve(path)
-    second.wait_for(f"orphan container removed: {SERVICE}-slot0")
+    second.wait_for(f"orphan container removed: {orphan.name}$")
     second.wait_for(f"orphan registration deleted: {SERVICE}-slot0 \\(id {old_runner}\\)")
     second.wait_for("slot 0: job started on ")
     [fresh] = service_containers(gpu_dockerd)
@@ -344,8 +352,8 @@ def test_registration_through_502_429_and_a_refusal(
     path = config(tmp_path, github, gpu_dockerd, standin_runner_image, work_root, slots=1,
                   wait=True)
     service = serve(path)
-    service.wait_for("slot 0: registration failed: POST .*HTTP 422: Validation Failed;"
-                     " next try in 2 s")
+    service.wait_for(r"slot 0: registration failed \(refused\): POST .*HTTP 422: Validation"
+                     " Failed; next try in 2 s")
     service.wait_for("slot 0: job started on ")
     sent = github.requests_to("POST", "generate-jitconfig$")
     assert len(sent) == 4
@@ -356,6 +364,97 @@ def test_registration_through_502_429_and_a_refusal(
     service.wait_for("SIGINT: draining")
     release(work_root, 0)
     assert service.finish() == 0, service.log()
+
+
+def test_malformed_github_answers_are_counted_and_the_slot_goes_on(
+    tmp_path: Path, github: FakeGitHub, gpu_dockerd: GpuDockerd, standin_runner_image: str,
+    work_root: Path, serve: Callable[[Path], Serve],
+) -> None:
+    # Each answered once, then GitHub answers as described: the slot registers and runs a job.
+    github.script("POST", "generate-jitconfig$",
+                  Answer(201, raw=b"<html>upstream error</html>"),
+                  Answer(201, body={"runner": {"id": "23", "name": f"{SERVICE}-slot0"},
+                                    "encoded_jit_config": "e30="}),
+                  Answer(201, raw=b"[" * (5 * 1024 * 1024), length=False))
+    path = config(tmp_path, github, gpu_dockerd, standin_runner_image, work_root, slots=1,
+                  wait=True)
+    service = serve(path)
+    failed = service.wait_for(r"slot 0: registration failed \(malformed\): POST \S+: HTTP 201:"
+                              r" (.*); next try in (\d+) s$", count=3)
+    assert [(m.group(1), m.group(2)) for m in failed] == [
+        ("the answer is not JSON", "2"),
+        ("the answer's runner has id as a string, not a whole number", "4"),
+        ("the answer is larger than 4 MiB: not read", "8")]
+    service.wait_for(f"slot 0: job started on {SLOT_UUIDS[0]}$")
+    scraped = service.metrics()
+    model = {"pool": "default", "gpu_model": "nvidia-h100-80gb-hbm3"}
+    assert metric(scraped, "repro_gate_runner_registration_failures_total", **model) == 3
+    kinds = "repro_gate_runner_registration_failure_kinds_total"
+    assert metric(scraped, kinds, kind="malformed", **model) == 3
+    assert metric(scraped, kinds, kind="refused", **model) == 0
+    assert metric(scraped, "repro_gate_runner_slots", state="busy", **model) == 1
+    service.signal(signal.SIGTERM)
+    service.wait_for("draining")
+    release(work_root, 0)
+    assert service.finish() == 0, service.log()
+    assert "Traceback" not in service.log() and "internal error" not in service.log()
+
+
+def test_a_container_with_the_runner_name_cannot_block_the_slot(
+    tmp_path: Path, github: FakeGitHub, gpu_dockerd: GpuDockerd, standin_runner_image: str,
+    work_root: Path, serve: Callable[[Path], Serve],
+) -> None:
+    # What a job could create through its proxy: a container named as the runner's used to be.
+    squatter = gpu_dockerd.client.containers.create(standin_runner_image, ["true"],
+                                                    name=f"{SERVICE}-slot0", network_mode="none")
+    try:
+        path = config(tmp_path, github, gpu_dockerd, standin_runner_image, work_root, slots=1,
+                      wait=True)
+        service = serve(path)
+        service.wait_for(f"slot 0: job started on {SLOT_UUIDS[0]}$")
+        [first] = service_containers(gpu_dockerd)
+        release(work_root, 0)
+        service.wait_for(f"slot 0: job started on {SLOT_UUIDS[0]}$", count=2)
+        [second] = service_containers(gpu_dockerd)
+        names = [first.name, second.name]
+        assert all(re.fullmatch(f"{SERVICE}-slot0-[0-9a-f]{{12}}", name) for name in names)
+        assert first.name != second.name  # a new name each cycle: none a job could take first
+        scraped = service.metrics()
+        assert metric(scraped, "repro_gate_runner_runner_crashes_total", pool="default") == 0
+        assert metric(scraped, "repro_gate_runner_jobs_finished_total", outcome="completed",
+                      pool="default") == 1
+        service.signal(signal.SIGTERM)
+        service.wait_for("draining")
+        release(work_root, 0)
+        assert service.finish() == 0, service.log()
+        squatter.reload()  # found and cleaned by label and ID only: someone else's is kept
+        assert squatter.name == f"{SERVICE}-slot0"
+    finally:
+        squatter.remove(force=True)
+
+
+def test_a_taken_name_is_a_conflict_the_slot_tries_again_with_another(
+    gpu_dockerd: GpuDockerd, standin_runner_image: str
+) -> None:
+    stem = f"{SERVICE}-slot0"
+    names = {runner_container_name(stem) for _ in range(100)}
+    assert len(names) == 100 and all(re.fullmatch(f"{stem}-[0-9a-f]{{12}}", n) for n in names)
+    taken = gpu_dockerd.client.containers.create(standin_runner_image, ["true"],
+                                                 name=names.pop(), network_mode="none")
+    daemon = Daemon(gpu_dockerd.url)
+    spec = RunnerSpec(taken.name, standin_runner_image, ("true",), (), "none",
+                      ((SLOT_LABEL, SLOT_UUIDS[0]),), SLOT_UUIDS[0], ())
+    try:
+        with pytest.raises(Conflict, match=f"create {taken.name}: Conflict"):
+            daemon.create_runner(spec)  # SlotCycle tries another name: not a crash
+        other = names.pop()
+        assert daemon.create_runner(dataclasses.replace(spec, name=other)) != taken.id
+        # Clean-up goes by label: the other container, whatever its name, is not the slot's.
+        assert daemon.remove_labelled(f"{SLOT_LABEL}={SLOT_UUIDS[0]}") == [other]
+        taken.reload()
+    finally:
+        daemon.close()
+        taken.remove(force=True)
 
 
 def test_a_crash_looping_runner_marks_its_slot_unhealthy(

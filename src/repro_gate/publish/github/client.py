@@ -9,6 +9,11 @@ budget for the whole client, so an outage cannot hold the gate for long.
 The budget is a hard deadline: each exchange runs in a worker thread that the client stops
 waiting for when the budget runs out (`publish.deadline`), so a server that trickles its answer
 a byte at a time, which no socket timeout catches, is cut off too.
+
+The token goes to the configured API only: a URL that an answer names (a `Link: rel="next"`, a
+redirect) is followed when it has the API's scheme, host, port and path prefix, and refused
+otherwise (`GitHubAnswerError`) before anything is sent there. An answer is read up to
+MAX_ANSWER_BYTES; a larger one is refused unread (`GitHubAnswerError`).
 """
 
 from __future__ import annotations
@@ -19,16 +24,26 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import requests
 
 from repro_gate import __version__
 from repro_gate.config.model import DEFAULT_REPORT_TIMEOUT
-from repro_gate.errors import GitHubError, one_line
+from repro_gate.errors import GitHubAnswerError, GitHubError, one_line
 from repro_gate.publish.deadline import DeadlineExceeded, call_within
+from repro_gate.publish.github.answers import json_body
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
+# GitHub's largest answers (100 items a page) are a few hundred KiB; anything far larger is not
+# an answer the API describes, and reading it all would cost the process its memory.
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+READ_CHUNK = 64 * 1024
+DEFAULT_PORTS = {"http": 80, "https": 443}
+# Broken answers another attempt may get right; every other RequestException is not retried.
+TRANSIENT = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
+             requests.exceptions.ContentDecodingError)
 
 
 @dataclass(frozen=True)
@@ -69,9 +84,32 @@ class GitHubClient:
         self._session = self._new_session()
 
     def _new_session(self) -> requests.Session:
-        session = requests.Session()
+        session = _ApiSession(self.inside)
         session.headers.update(self._headers)
         return session
+
+    def inside(self, url: str) -> bool:
+        """Whether `url` is on the configured API: its scheme, host, port and path prefix."""
+        api, other = urlsplit(self.base_url), urlsplit(url)
+        try:
+            ports = [(part.port or DEFAULT_PORTS.get(part.scheme)) for part in (api, other)]
+        except ValueError:  # a port that is not a number
+            return False
+        return (other.scheme == api.scheme and other.hostname == api.hostname
+                and ports[0] == ports[1] and other.username is None and other.password is None
+                and (other.path + "/").startswith(api.path + "/"))
+
+    def next_page(self, response: requests.Response, method: str, path: str) -> str | None:
+        """The answer's `Link: rel="next"` URL, or None; GitHubAnswerError when it leads off
+        the API (the token is never sent there)."""
+        link = response.links.get("next", {}).get("url")
+        if link is None:
+            return None
+        url = urljoin(response.url, link)
+        if not self.inside(url):
+            raise GitHubAnswerError(method, path, response.status_code, f"its next-page link"
+                                    f" {url[:200]} is not on {self.base_url}: not followed")
+        return url
 
     def reset_budget(self) -> None:
         """Start a new time budget (one per reporting phase: start of the runs, end)."""
@@ -89,8 +127,10 @@ class GitHubClient:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
     ) -> requests.Response:
-        """Send one request (path relative to the base URL, or an absolute URL from a Link)."""
+        """Send one request (path relative to the base URL, or an absolute URL on the API)."""
         url = path if path.startswith(("http://", "https://")) else self.base_url + path
+        if not self.inside(url):
+            raise GitHubAnswerError(method, path[:200], None, f"not on {self.base_url}: not sent")
         backoff = self.policy.base_delay
         rate_wait = self.policy.secondary_wait
         for attempt in range(1, self.policy.max_attempts + 1):
@@ -98,9 +138,7 @@ class GitHubClient:
             if self.remaining() <= 0:
                 raise GitHubError(method, path, None, "time budget for GitHub requests used up")
             timeout = min(self.policy.request_timeout, self.remaining())
-            send = partial(
-                self._session.request, method, url, params=params, json=json, timeout=timeout
-            )
+            send = partial(self._exchange, method, path, url, params, json, timeout)
             try:
                 response = call_within(send, timeout, f"{method} {path}")
             except DeadlineExceeded as error:
@@ -114,12 +152,14 @@ class GitHubClient:
                 self._wait(method, path, _jitter(backoff), str(error))
                 backoff = min(backoff * 2, self.policy.max_delay)
                 continue
-            except (requests.ConnectionError, requests.Timeout) as error:
+            except TRANSIENT as error:
                 if last:
                     raise GitHubError(method, path, None, one_line(error)) from error
                 self._wait(method, path, _jitter(backoff), one_line(error))
                 backoff = min(backoff * 2, self.policy.max_delay)
                 continue
+            except requests.RequestException as error:  # an invalid header, URL or redirect
+                raise GitHubError(method, path, None, one_line(error)) from None
             if response.status_code < 400:
                 return response
             message = _error_message(response)
@@ -144,9 +184,30 @@ class GitHubClient:
         query: Mapping[str, Any] | None = {**(params or {}), "per_page": 100}
         while url:
             response = self.request("GET", url, params=query)
-            yield from response.json()
-            url = response.links.get("next", {}).get("url")
+            items = json_body(response, "GET", url)
+            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+                raise GitHubAnswerError("GET", url, response.status_code,
+                                        "the answer is not a list of JSON objects")
+            yield from items
+            url = self.next_page(response, "GET", url)
             query = None  # the next link carries the query string already
+
+    def _exchange(self, method: str, path: str, url: str, params: Mapping[str, Any] | None,
+                  json: Any, timeout: float) -> requests.Response:
+        """One request and its whole answer, read up to MAX_ANSWER_BYTES."""
+        response = self._session.request(method, url, params=params, json=json,
+                                         timeout=timeout, stream=True)
+        with response:
+            declared = response.headers.get("Content-Length", "")
+            if declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
+                raise _too_large(method, path, response.status_code)
+            body = bytearray()
+            for chunk in response.iter_content(READ_CHUNK):
+                body += chunk
+                if len(body) > MAX_ANSWER_BYTES:
+                    raise _too_large(method, path, response.status_code)
+            response._content = bytes(body)  # what `.content`, `.json()` and `.text` read
+        return response
 
     def _wait(self, method: str, path: str, seconds: float, why: str) -> None:
         # Waiting past the budget would only delay the same failure.
@@ -155,6 +216,28 @@ class GitHubClient:
                 method, path, None, f"{why}; waiting {seconds:.0f}s would exceed the time budget"
             )
         self._sleep(seconds)
+
+
+class _ApiSession(requests.Session):
+    """A session that follows a redirect only to the API (`inside`), so the token goes nowhere
+    else; the target is checked before anything is read or sent."""
+
+    def __init__(self, inside: Callable[[str], bool]) -> None:
+        super().__init__()
+        self._inside = inside
+
+    def get_redirect_target(self, resp: requests.Response) -> str | None:
+        target = super().get_redirect_target(resp)
+        if target is not None and not self._inside(urljoin(resp.url, target)):
+            raise GitHubAnswerError(str(resp.request.method), str(resp.url)[:200],
+                                    resp.status_code, f"a redirect to {target[:200]} leaves the"
+                                    " API: not followed")
+        return target
+
+
+def _too_large(method: str, path: str, status: int) -> GitHubAnswerError:
+    return GitHubAnswerError(method, path[:200], status, f"the answer is larger than"
+                             f" {MAX_ANSWER_BYTES // (1024 * 1024)} MiB: not read")
 
 
 def _jitter(delay: float) -> float:
@@ -190,7 +273,7 @@ def _rate_limit_wait(response: requests.Response) -> float | None:
 def _error_message(response: requests.Response) -> str:
     try:
         body = response.json()
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses
         return one_line(response.text) or response.reason or "error"
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         details = [

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -31,6 +33,7 @@ from repro_gate.runner.slots import Slot
 FILTER_START_SECONDS = 10.0
 WATCH_SECONDS = 1.0  # how often the engine is checked; a dead one is started again
 RESTART_RETRY_SECONDS = 10.0
+LOCK_FILE = "endpoint.lock"
 
 
 def unix_socket(docker_url: str) -> Path:
@@ -55,6 +58,7 @@ class SlotEndpoint:
         self.engine: SlotEngine | None = None
         self.filter: _FilterThread | None = None
         self.stopping = threading.Event()
+        self.lock: int | None = None
         self.watcher: threading.Thread | None = None
 
     @property
@@ -68,10 +72,19 @@ class SlotEndpoint:
         return self.engine.url if self.engine is not None else self.config.docker_url
 
     def start(self) -> None:
+        """The slot's engine, then its filter; on any failure, what was started is stopped."""
         if self.rootless:
             self.owner = SlotIdentity.of(self.config, self.slot).owner()
             self.engine = SlotEngine(launcher(self.config), self.owner, self.folders)
         self.folders.create(self.owner, engine=self.rootless)
+        self._hold_slot()
+        try:
+            self._start_engine_and_filter()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_engine_and_filter(self) -> None:
         upstream = unix_socket(self.engine_url)
         if self.engine is not None:
             self.engine.start()
@@ -81,11 +94,21 @@ class SlotEndpoint:
         policy = SlotPolicy(gpu_uuid=self.slot.uuid, work_folder=self.folders.work.resolve(),
                             allowed_capabilities=self.config.allowed_capabilities)
         self.filter = _FilterThread(policy, self.socket, upstream, self.slot.index)
+        self.filter.start()
+
+    def _hold_slot(self) -> None:
+        """One endpoint per slot on a host: a second engine on the same data root, or a second
+        filter on the same socket, would break the first. The kernel drops the lock with the
+        process, however it ends."""
+        descriptor = os.open(self.folders.base / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            self.filter.start()
-        except GateError:
-            self.stop()
-            raise
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            raise GateError(f"slot {self.slot.index} is in use by another repro-gate runner"
+                            " process (serve, slot-endpoint or audit): stop it first",
+                            kind=ErrorKind.LOCKED) from None
+        self.lock = descriptor
 
     def _watch(self, engine: SlotEngine) -> None:
         """An engine that died (killed, out of memory) is started again: the slot's cycle
@@ -112,6 +135,9 @@ class SlotEndpoint:
             self.filter = None
         if self.engine is not None:
             self.engine.stop()
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
 
     def __enter__(self) -> SlotEndpoint:
         self.start()

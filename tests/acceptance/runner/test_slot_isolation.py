@@ -192,7 +192,7 @@ def test_with_the_filter_gone_the_slot_engine_still_cannot_reach_root_files_or_a
 
 # The job: who am I on the host, and may I have the other slot's GPU?
 JOB = r'''
-import http.client, json, os, socket
+import http.client, json, os, socket, time
 from pathlib import Path
 Path("marker").write_text("written by the job")
 other = [u for u in os.environ["TEST_SLOTS"].split() if u != os.environ["REPRO_GATE_GPUS"]][0]
@@ -206,6 +206,8 @@ connection = Unix("docker")
 connection.request("POST", "/containers/create", json.dumps(body),
                    {"Content-Type": "application/json"})
 print("PROXY-OTHER-GPU", connection.getresponse().status, flush=True)
+while not Path("release").exists():
+    time.sleep(0.1)
 '''
 
 
@@ -233,17 +235,23 @@ def test_the_service_runs_each_slots_runner_on_the_slots_own_engine_as_the_slots
     try:
         for slot, uuid in enumerate(SLOT_UUIDS):
             service.wait_for(f"slot {slot}: job started on {uuid}$")
-            service.wait_for(f"slot {slot} runner: PROXY-OTHER-GPU 403$")
-            [found] = service.wait_for(rf"slot {slot} runner: STANDIN-RESULT (\{{.*\}})$")
-            assert json.loads(found.group(1))["job_exit"] == 0
+            service.wait_for(f"slot {slot} runner: PROXY-OTHER-GPU 403$")  # waiting now
         seen = rootless_host.visible_devices()
         for slot, uuid in enumerate(SLOT_UUIDS):
             engine = docker.DockerClient(
                 base_url=f"unix://{rootless_host.folder(slot)}/engine/run/docker.sock")
-            runners = engine.containers.list(all=True, filters={"label": f"{SLOT_LABEL}={uuid}"})
+            [runner] = engine.containers.list(filters={"label": f"{SLOT_LABEL}={uuid}"})
             engine.close()
-            assert runners, f"no runner container on slot {slot}'s own engine"
-            assert {seen[runner.id] for runner in runners if runner.id in seen} == {uuid}
+            assert seen[runner.id] == uuid  # the NVIDIA hook of the slot's own engine
+            workspace = rootless_host.folder(slot) / "work" / "repo" / "repo"
+            # The job's files belong to the slot's user or one of its subordinate IDs.
+            owner = (workspace / "marker").stat().st_uid
+            first = 1_600_000_000 + slot * 65536
+            assert owner == slot_user_ids(slot)[0] or first <= owner < first + 65536
+            (workspace / "release").write_text("go")
+        for slot in (0, 1):
+            [found] = service.wait_for(rf"slot {slot} runner: STANDIN-RESULT (\{{.*\}})$")
+            assert json.loads(found.group(1))["job_exit"] == 0
     finally:
         service.signal(signal.SIGTERM)
         code = service.finish()
@@ -276,3 +284,19 @@ def test_a_slot_engine_that_dies_is_started_again_behind_the_same_endpoint(
     assert code == 0
     assert "the slot's engine stopped (exit status" in errors
     assert "the slot's engine is back" in errors
+
+
+def test_a_second_endpoint_for_a_slot_in_use_is_refused_in_one_line(
+    rootless_host: RootlessHost,
+) -> None:
+    endpoint = EndpointProcess(rootless_host, 0)
+    try:
+        second = repro_gate("runner", "slot-endpoint", "--config", str(rootless_host.config),
+                            "--slot", "0")
+        assert second.returncode == 2
+        assert second.stdout == "" and second.stderr.count("\n") == 1
+        assert "slot 0 is in use by another repro-gate runner process" in second.stderr
+        assert endpoint.client.ping()  # the first one is untouched
+    finally:
+        code, _ = endpoint.stop()
+    assert code == 0

@@ -75,42 +75,49 @@ def check_environment(config: RunnerConfig, slots: list[Slot]) -> None:
 
 
 class Proxies:
-    """One Docker API proxy per slot, in an asyncio loop of their own thread."""
+    """One Docker API proxy per slot, each in an asyncio loop of its own thread: one slot's
+    traffic never waits for another's."""
 
     def __init__(self, policies: list[tuple[SlotPolicy, Path]], upstream: Path) -> None:
         self.policies = policies
         self.upstream = upstream
-        self.loop = asyncio.new_event_loop()
-        self.tasks: list[asyncio.Task[None]] = []
-        self.thread = threading.Thread(target=self._run, name="docker-proxies", daemon=True)
+        self.loops = [asyncio.new_event_loop() for _ in policies]
+        self.tasks: list[asyncio.Task[None] | None] = [None] * len(policies)
+        self.threads = [threading.Thread(target=self._run, args=(index,), daemon=True,
+                                         name=f"docker-proxy{index}")
+                        for index in range(len(policies))]
 
     def start(self) -> None:
         """Start them and wait until every socket listens."""
         for _, listen in self.policies:
             listen.unlink(missing_ok=True)  # a stale socket of a killed service
-        self.thread.start()
+        for thread in self.threads:
+            thread.start()
         deadline = time.monotonic() + PROXY_START_SECONDS
         while not all(listen.exists() for _, listen in self.policies):
-            if time.monotonic() > deadline or not self.thread.is_alive():
+            alive = all(thread.is_alive() for thread in self.threads)
+            if time.monotonic() > deadline or not alive:
                 raise GateError("the per-slot Docker proxies did not start",
                                 kind=ErrorKind.DOCKER)
             time.sleep(0.05)
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.tasks = [self.loop.create_task(serve_proxy(policy, listen, self.upstream))
-                      for policy, listen in self.policies]
-        results = self.loop.run_until_complete(
-            asyncio.gather(*self.tasks, return_exceptions=True))
-        for result in results:
-            if isinstance(result, Exception):
-                emit(f"a Docker proxy stopped: {one_line(result)}")
-        self.loop.close()
+    def _run(self, index: int) -> None:
+        loop = self.loops[index]
+        asyncio.set_event_loop(loop)
+        policy, listen = self.policies[index]
+        task = self.tasks[index] = loop.create_task(serve_proxy(policy, listen, self.upstream))
+        (result,) = loop.run_until_complete(asyncio.gather(task, return_exceptions=True))
+        if isinstance(result, Exception):
+            emit(f"a Docker proxy stopped: {one_line(result)}")
+        loop.close()
 
     def stop(self) -> None:
-        for task in self.tasks:
-            self.loop.call_soon_threadsafe(task.cancel)
-        self.thread.join(PROXY_START_SECONDS)
+        for loop, task in zip(self.loops, self.tasks, strict=True):
+            if task is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(task.cancel)
+        for thread in self.threads:
+            if thread.is_alive():
+                thread.join(PROXY_START_SECONDS)
 
 
 def clean_orphans(config: RunnerConfig, slots: list[Slot], daemon: Daemon,

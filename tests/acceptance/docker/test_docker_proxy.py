@@ -257,20 +257,38 @@ def test_the_other_bodies_follow_the_same_rules(
     assert refused == reason or (reason is not None and refused and reason in refused), refused
 
 
+CID = "0123456789abcdef" * 4  # a full container ID
+
+
 @pytest.mark.parametrize(("method", "target", "handling", "reason"), [
-    ("GET", "/v1.41/containers/abc/logs?follow=1", Handling.PASS, ""),
-    ("POST", "/v1.41/containers/create?name=x", Handling.INSPECT, ""),
-    ("POST", "/containers/abc/update", Handling.INSPECT, ""),
+    ("GET", f"/v1.41/containers/{CID}/logs?follow=1", Handling.PASS, ""),
+    ("POST", "/v1.41/containers/create?name=x", Handling.JSON, ""),
+    ("POST", f"/containers/{CID}/update", Handling.JSON, ""),
+    ("PUT", f"/v1.41/containers/{CID}/archive?path=/w", Handling.STREAM, ""),
+    ("POST", "/v1.41/images/load?quiet=1", Handling.STREAM, ""),
     ("GET", "/v1.41/images/127.0.0.1:5055/repo/python@sha256:ab/json", Handling.PASS, ""),
     ("POST", "/v1.23/containers/abc/start", Handling.REFUSE, "API versions below 1.24"),
     ("POST", "/v1.41/swarm/init", Handling.REFUSE, "swarm mode is refused"),
     ("POST", "/v1.41/plugins/pull", Handling.REFUSE, "plugins are refused"),
     ("POST", "/v1.41/containers/prune", Handling.REFUSE, "prune is refused"),
     ("POST", "/v1.41/session", Handling.REFUSE, "BuildKit sessions are refused"),
-    ("POST", "/v1.41/build?networkmode=host", Handling.REFUSE, "networkmode 'host'"),
-    ("POST", "/v1.41/containers/abc/../../swarm/init", Handling.REFUSE, "not in its clean form"),
+    ("POST", "/v1.41/build?networkmode=host", Handling.REFUSE, "builds are refused"),
+    ("POST", "/v1.41/build?cgroupparent=/", Handling.REFUSE, "builds are refused"),
+    ("GET", "/v1.41/system/df", Handling.REFUSE, "system/df is refused"),
+    ("POST", "/v1.41/images/create?fromSrc=http://127.0.0.1:1/x", Handling.REFUSE,
+     "query parameter 'fromSrc' of /images/create is refused"),
+    ("POST", "/v1.41/images/create?fromImage=x&remote=http://127.0.0.1:1/", Handling.REFUSE,
+     "query parameter 'remote'"),
+    ("POST", f"/v1.41/containers/{CID}/../../swarm/init", Handling.REFUSE,
+     "not in its clean form"),
     ("GET", "/v1.41/secrets", Handling.REFUSE, "swarm mode is refused"),
-    ("POST", "/v1.41/containers/abc/checkpoints", Handling.REFUSE, "not in the proxy's allow"),
+    ("POST", f"/v1.41/containers/{CID}/checkpoints", Handling.REFUSE, "not in the proxy's allow"),
+    ("GET", "/v1.41/containers/runner-0/json", Handling.REFUSE,
+     "containers are addressed by their full 64-hex ID here, not 'runner-0'"),
+    ("GET", f"/v1.41/containers/{CID[:12]}/json", Handling.REFUSE, "full 64-hex ID"),
+    ("POST", "/v1.41/exec/e1/start", Handling.REFUSE, "execs are addressed by their full"),
+    ("POST", f"/v1.41/containers/create?name={CID[:12]}", Handling.REFUSE,
+     "reads as a container ID"),
 ])
 def test_routes(method: str, target: str, handling: Handling, reason: str) -> None:
     decision = route(method, target).decision
@@ -280,16 +298,19 @@ def test_routes(method: str, target: str, handling: Handling, reason: str) -> No
 
 
 def test_what_a_request_names_and_how_listings_are_narrowed() -> None:
-    body = host(VolumesFrom=["other:ro"], PidMode="container:pid-peer", NetworkMode="bridge")
+    body = host(PidMode="container:pid-peer", NetworkMode="bridge")
     policy = SlotPolicy(gpu_uuid=SLOT_GPU, work_folder=Path("/work"))
 
     listing = scoped('/containers/json?all=1&filters={"label":["a=b"]}', policy)
     events = scoped('/events?filters={"label":{"a=b":true}}', policy)
 
-    assert referenced_containers(body) == ["other", "pid-peer"]
+    assert referenced_containers(body) == ["pid-peer"]
     assert referenced_containers({"Container": "peer"}) == ["peer"]
-    assert route("POST", "/v1.41/exec/e1/start").exec_id == "e1"
-    assert route("POST", "/v1.41/commit?container=c9&repo=x").container == "c9"
+    assert route("POST", f"/v1.41/exec/{CID}/start").exec_id == CID
+    assert route("POST", f"/v1.41/commit?container={CID}&repo=x").container == CID
+    assert route("GET", "/v1.41/containers/x%2Fy/json?a=b;c").decision.handling is Handling.REFUSE
+    assert route("GET", f"/v1.41/containers/{CID}/logs?a=b;c").target == (
+        f"/v1.41/containers/{CID}/logs?a=b%3Bc")
     assert parse_qs(urlsplit(listing).query)["all"] == ["1"]
     assert json.loads(parse_qs(urlsplit(listing).query)["filters"][0]) == {
         "label": ["a=b", f"{SLOT_LABEL}={SLOT_GPU}"]}
@@ -324,8 +345,9 @@ def run_python(
     client: docker.DockerClient, image: str, gate: str, code: str, **options: Any
 ) -> Any:
     # No network unless a test asks: none needs one.
+    labels = {TEST_LABEL: gate, **options.pop("labels", {})}
     return client.containers.run(image, ["python", "-c", code], detach=True,
-                                 labels={TEST_LABEL: gate}, **{"network_mode": "none", **options})
+                                 labels=labels, **{"network_mode": "none", **options})
 
 
 @pytest.mark.docker
@@ -408,7 +430,11 @@ def test_containers_of_other_slots_are_out_of_reach(
 ) -> None:
     sleep = "import time; time.sleep(120)"
     # Another slot's runner, say: created on the daemon's own socket, so without this label.
-    foreign = run_python(docker_client, python_image.reference, gate_containers.gate, sleep)
+    foreign = run_python(docker_client, python_image.reference, gate_containers.gate, sleep,
+                         name=f"{gate_containers.gate}-foreign")
+    # This slot's runner: the service creates it on the daemon, with the slot's label.
+    runner = run_python(docker_client, python_image.reference, gate_containers.gate, sleep,
+                        labels={SLOT_LABEL: SLOT_GPU})
     own = run_python(proxy.client, python_image.reference, gate_containers.gate, sleep)
 
     def refused(action: Any) -> str:
@@ -421,15 +447,30 @@ def test_containers_of_other_slots_are_out_of_reach(
     exec_into = refused(lambda: proxy.client.api.exec_create(foreign.id, ["true"]))
     volumes_from = refused(lambda: run_python(
         proxy.client, python_image.reference, gate_containers.gate, "0", volumes_from=[foreign.id]))
+    links = refused(lambda: run_python(
+        proxy.client, python_image.reference, gate_containers.gate, "0",
+        network_mode="bridge", links={foreign.id: "peer"}))
+    by_name = refused(lambda: proxy.client.containers.get(foreign.name))
+    by_prefix = refused(lambda: proxy.client.api.inspect_container(own.id[:12]))
+    take_an_id = refused(lambda: run_python(
+        proxy.client, python_image.reference, gate_containers.gate, "0", name=foreign.id[:12]))
     listed = {c.id: c.labels.get(SLOT_LABEL) for c in proxy.client.containers.list(all=True)}
     mine = proxy.client.containers.get(own.id)
-    for container in (own, foreign):
+    runners = proxy.client.containers.get(runner.id)
+    executed = runners.exec_run(["python", "-c", "print('in the runner')"])
+    for container in (own, foreign, runner):
         container.remove(force=True)
 
     assert f"container '{foreign.id}' is not one of this slot's" in inspect
-    assert "is not one of this slot's" in exec_into and "is not one of this slot's" in volumes_from
+    assert "is not one of this slot's" in exec_into
+    assert "HostConfig.VolumesFrom is refused" in volumes_from
+    assert "HostConfig.Links is refused: it would copy another container's environment" in links
+    assert f"full 64-hex ID here, not '{foreign.name}'" in by_name
+    assert f"full 64-hex ID here, not '{own.id[:12]}'" in by_prefix
+    assert "reads as a container ID" in take_an_id
     # Only the slot's containers (an interrupted earlier run may have left one of its own).
     assert own.id in listed and foreign.id not in listed and set(listed.values()) == {SLOT_GPU}
+    assert runners.id == runner.id and executed.output == b"in the runner\n"
     assert mine.labels[SLOT_LABEL] == SLOT_GPU
 
 
@@ -520,7 +561,10 @@ def test_bad_bodies_are_refused_and_the_connection_carries_on(proxy: RunningProx
     assert malformed[0] == 400 and "malformed JSON body" in malformed[1]["message"]
     assert chunked == (403, {"message": "repro-gate docker proxy: Privileged is refused:"
                                         " a privileged container sees every device of the host"})
-    assert lowercase == top_level == chunked
+    assert lowercase == (403, {"message": "repro-gate docker proxy: key 'hostconfig' is refused:"
+                                          " the API spells it 'HostConfig'"})
+    assert top_level == (403, {"message": "repro-gate docker proxy: unknown key 'Privileged'"
+                                          " is refused"})
     assert swarm[0] == 403 and "swarm mode is refused" in swarm[1]["message"]
     assert version[0] == 200 and version[1]["ApiVersion"]
 

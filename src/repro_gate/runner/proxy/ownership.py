@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from repro_gate.runner.proxy.policy import (
-    Caseless,
     SlotPolicy,
     is_runner_socket,
     is_runner_socket_bind,
@@ -79,28 +79,41 @@ def _mount_rewritten(mount: object, policy: SlotPolicy) -> object:
 
 
 def referenced_containers(body: Mapping[str, Any]) -> list[str]:
-    """Containers a body names: volumes-from, `container:` namespace modes, network connect.
-
-    The body has passed its rules, so its keys are unambiguous; host settings are read from
-    `HostConfig` and from the top level, as the daemon may (see check_create).
-    """
-    view = Caseless(body)
-    names = [str(view["Container"])] if view.get("Container") else []
-    for host in (view.get("HostConfig"), view):
-        if not isinstance(host, Mapping):
-            continue
-        names += [str(entry).split(":", 1)[0] for entry in host.get("VolumesFrom") or []]
-        for key in SHARED_MODES:
-            mode = str(host.get(key) or "")
-            if mode.startswith("container:"):
-                names.append(mode.removeprefix("container:"))
+    """Containers a rebuilt body names: a network connect's, `container:` namespace modes."""
+    names = [str(body["Container"])] if body.get("Container") else []
+    host = body.get("HostConfig")
+    for key in SHARED_MODES:
+        mode = str((host or {}).get(key) or "") if isinstance(host, Mapping) else ""
+        if mode.startswith("container:"):
+            names.append(mode.removeprefix("container:"))
     return names
 
 
-def is_owned(container: Mapping[str, Any], policy: SlotPolicy) -> bool:
-    """Whether an inspected container carries this slot's label."""
+@dataclass
+class Owned:
+    """What the slot created through its proxy (container and exec IDs, from the daemon's
+    answers) and the labelled containers found by their exact ID (the runner's own)."""
+
+    containers: set[str] = field(default_factory=set)
+    execs: set[str] = field(default_factory=set)
+
+
+def narrowed_network(body: bytes, owned: Owned) -> bytes:
+    """A network inspect's answer with only the slot's own containers in `Containers`."""
+    try:
+        network = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return b"{}"
+    if isinstance(network, dict) and isinstance(network.get("Containers"), dict):
+        network["Containers"] = {key: value for key, value in network["Containers"].items()
+                                 if key in owned.containers}
+    return json.dumps(network).encode()
+
+
+def is_owned(container: Mapping[str, Any], wanted: str, policy: SlotPolicy) -> bool:
+    """Whether an inspected container is exactly `wanted` and carries this slot's label."""
     labels = (container.get("Config") or {}).get("Labels") or {}
-    return bool(labels.get(SLOT_LABEL) == policy.gpu_uuid)
+    return container.get("Id") == wanted and labels.get(SLOT_LABEL) == policy.gpu_uuid
 
 
 def scoped(target: str, policy: SlotPolicy) -> str:

@@ -17,14 +17,11 @@ Rule = Callable[[Body, "SlotPolicy"], "str | None"]
 
 # Modes that would share one of the host's namespaces with the container.
 NAMESPACE_MODES = ("NetworkMode", "PidMode", "IpcMode", "UsernsMode", "UTSMode", "CgroupnsMode")
-# Security options that could loosen a confinement, and the values that keep it: a custom
-# seccomp profile or `unconfined` is refused, and so is any SELinux label (`type:spc_t`).
-CONFINEMENT: dict[str, tuple[str, ...]] = {
-    "seccomp": ("builtin",),
-    "apparmor": ("docker-default",),
-    "label": (),
-    "systempaths": (),
-}
+# The security options that pass (`key=value` or the older `key:value`): they keep Docker's
+# confinement or tighten it. Anything else is refused: `unconfined`, a custom seccomp
+# profile, an SELinux label (`type:spc_t`), a bare `disable`.
+SECURITY_OPTIONS = ("no-new-privileges", "no-new-privileges=true", "seccomp=builtin",
+                    "apparmor=docker-default")
 # The default runtime (runc) only: `nvidia` would honour NVIDIA_VISIBLE_DEVICES from the
 # image's own environment, which the proxy never sees.
 ALLOWED_RUNTIMES = ("", "runc")
@@ -266,10 +263,10 @@ def check_security_options(body: Body, policy: SlotPolicy) -> str | None:
     host = _host_config(body)
     for option in _items(host.get("SecurityOpt")):
         text = str(option)
-        # `key=value` or the older `key:value`
-        key, _, value = text.replace(":", "=", 1).partition("=")
-        if key in CONFINEMENT and value not in CONFINEMENT[key]:
-            return f"HostConfig.SecurityOpt {text[:60]!r} is refused: confinement stays on"
+        if text.replace(":", "=", 1) not in SECURITY_OPTIONS:
+            allowed = ", ".join(SECURITY_OPTIONS)
+            return (f"HostConfig.SecurityOpt {text[:60]!r} is refused: confinement stays on"
+                    f" (allowed: {allowed})")
     for key in ("MaskedPaths", "ReadonlyPaths"):
         if host.get(key) is not None:
             return f"HostConfig.{key} is refused: Docker's defaults for /proc and /sys stand"

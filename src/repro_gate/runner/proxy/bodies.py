@@ -113,7 +113,7 @@ HOST_CONFIG = Obj({
 ENDPOINT = Obj({
     "IPAMConfig": Obj({"IPv4Address": S, "IPv6Address": S, "LinkLocalIPs": SCALARS}),
     **_fields("NetworkID EndpointID Gateway IPAddress IPPrefixLen IPv6Gateway GlobalIPv6Address"
-              " GlobalIPv6PrefixLen MacAddress"),
+              " GlobalIPv6PrefixLen MacAddress GwPriority"),
     "Aliases": SCALARS,
     "DNSNames": SCALARS,
     **_fields("Links DriverOpts", E),
@@ -139,7 +139,7 @@ CONTAINER_UPDATE = Obj({**RESOURCES, "RestartPolicy": RESTART_POLICY})
 EXEC_CREATE = Obj({
     # `Container` (sent by some clients) must be the slot's too (ownership.py).
     **_fields("AttachStdin AttachStdout AttachStderr DetachKeys Tty Privileged User"
-              " WorkingDir Container"),
+              " WorkingDir Container Detach"),
     **_fields("Env Cmd ConsoleSize", SCALARS),
 })
 EXEC_START = Obj({"Detach": S, "Tty": S, "ConsoleSize": SCALARS})

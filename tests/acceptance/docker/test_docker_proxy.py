@@ -93,6 +93,9 @@ REFUSED = [
     (host(MaskedPaths=[]), "MaskedPaths is refused"),
     (host(Runtime="nvidia"), "Runtime 'nvidia' is refused"),
     (host(CgroupParent="/"), "CgroupParent is refused"),
+    (host(LogConfig={"Type": "syslog", "Config": {"syslog-address": "tcp://127.0.0.1:1"}}),
+     "LogConfig.Type 'syslog' is refused"),
+    (host(SecurityOpt=["disable"]), "'disable' is refused"),
     ({"Image": "python", "Env": ["NVIDIA_VISIBLE_DEVICES=all"]}, "NVIDIA_VISIBLE_DEVICES='all'"),
     # Docker 20.10 reads keys ignoring case, and host settings from the top level too.
     ({"Image": "python", "hostconfig": {"privileged": True}}, "Privileged is refused"),

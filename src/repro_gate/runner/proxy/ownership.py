@@ -1,11 +1,12 @@
-"""Which containers belong to the slot: those carrying its label, which the proxy puts on.
+"""Which containers belong to the slot: those it created, and those carrying its label.
 
 Every container created through a slot's proxy gets `org.repro-gate.slot=<the slot's GPU UUID>`
-(the service gives its runner container the same label). A request that names a container,
-directly or inside a create body (`--volumes-from`, `--pid container:…`), is passed only for
-the slot's own: exec into another slot's runner would reach that slot's GPU. Listings and the
-event stream are narrowed to the slot's label. A create body is rewritten here too: the slot's
-label, and the runner's own socket path pointed at the slot's proxy socket (`with_slot_socket`).
+(the service gives its runner container the same label), and its ID is recorded (`Owned`). A
+request that names a container by its full ID, directly or inside a body (`--pid
+container:…`, a network connect), is passed only for the slot's own: exec into another slot's
+runner would reach that slot's GPU. Listings, the event stream and network inspects are
+narrowed to the slot's containers. A create body is rewritten here too: the slot's label, and
+the runner's own socket path pointed at the slot's proxy socket (`with_slot_socket`).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ VOLUME_DRIVERS = ("", "local")
 # host's own socket, so a bind of exactly this string is rewritten to the slot's proxy socket.
 RUNNER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock")
 NETWORK_DRIVERS = ("", "bridge")
+LOG_DRIVERS = ("", "json-file", "local", "none")
 
 
 @dataclass(frozen=True)
@@ -294,9 +295,16 @@ def check_environment(body: Body, policy: SlotPolicy) -> str | None:
 
 
 def check_host_settings(body: Body, policy: SlotPolicy) -> str | None:
-    """A cgroup parent would move the container out of Docker's own cgroup tree."""
-    if _host_config(body).get("CgroupParent"):
+    """A cgroup parent would move the container out of Docker's own cgroup tree; a log driver
+    other than a local one would make the daemon connect where the job says."""
+    host = _host_config(body)
+    if host.get("CgroupParent"):
         return "HostConfig.CgroupParent is refused"
+    logs = host.get("LogConfig")
+    driver = str(logs.get("Type") or "") if isinstance(logs, Mapping) else ""
+    if driver not in LOG_DRIVERS:
+        return (f"HostConfig.LogConfig.Type {driver!r} is refused: local log drivers only"
+                f" ({', '.join(LOG_DRIVERS[1:])})")
     return None
 
 

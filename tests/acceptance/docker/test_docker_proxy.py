@@ -695,6 +695,8 @@ FRAMING = [
     (b"GET /v1.41/version HTTP/1.0\r\nHost: docker\r\n\r\n", "HTTP/1.1 only"),
     (b"GET http://docker/v1.41/version HTTP/1.1\r\nHost: docker\r\n\r\n",
      "malformed request target"),
+    (b"GET //docker/v1.41/version HTTP/1.1\r\nHost: docker\r\n\r\n",
+     "malformed request target"),
 ]
 
 
@@ -735,6 +737,20 @@ def test_expect_and_pipelined_requests_are_refused(
     assert pipelined.startswith(b"HTTP/1.1 400 ") and b"pipelined requests are refused" in pipelined
     assert too_long.startswith(b"HTTP/1.1 431 ")
     assert gate_containers.list() == []
+
+
+@pytest.mark.docker
+def test_a_client_that_closes_its_side_still_gets_the_answer(proxy: RunningProxy) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(proxy.socket))
+        sock.settimeout(30)
+        sock.sendall(b"GET /v1.41/version HTTP/1.1\r\nHost: docker\r\n\r\n")
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+
+    assert answer.startswith(b"HTTP/1.1 200 ") and b'"ApiVersion"' in answer
 
 
 @pytest.mark.docker

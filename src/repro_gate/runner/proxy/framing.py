@@ -22,6 +22,7 @@ NO_BODY_STATUSES = (204, 304)
 TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 # Printable ASCII, space and tab: what a header value may hold.
 VALUE = re.compile(r"^[\t\x20-\x7e]*$")
+TARGET = re.compile(r"^/[\x21-\x7e]*$")  # origin form: a path and a query, visible ASCII
 CHUNK_SIZE = re.compile(rb"^[0-9A-Fa-f]{1,8}\r\n$")
 REASONS = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 413: "Payload Too Large",
            431: "Request Header Fields Too Large", 502: "Bad Gateway"}
@@ -142,9 +143,10 @@ def _request_line(line: str) -> tuple[str, str]:
     parts = line.split(" ")
     if len(parts) != 3 or parts[2] != "HTTP/1.1" or not TOKEN.match(parts[0]):
         raise bad(f"malformed request line {line[:60]!r} (HTTP/1.1 only)")
-    if not parts[1].startswith("/") or "#" in parts[1] or not VALUE.match(parts[1]):
-        raise bad(f"malformed request target {parts[1][:60]!r}")
-    return parts[0], parts[1]
+    target = parts[1]
+    if not TARGET.match(target) or target.startswith("//") or "#" in target:
+        raise bad(f"malformed request target {target[:60]!r}")
+    return parts[0], target
 
 
 def _header(line: str) -> tuple[str, str]:

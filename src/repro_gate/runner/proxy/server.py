@@ -221,11 +221,11 @@ class Connection:
         decision = routed.decision
         watch = asyncio.ensure_future(self.reader.read(1))
         try:
-            finished, response = await _while_watching(read_response_head(upstream), watch)
-            if not finished or watch.done():
-                if await _stop(watch):
-                    raise bad("pipelined requests are refused: wait for each answer")
-                return None  # the client left
+            finished, response = await _while_watching(read_response_head(upstream), watch,
+                                                       eof_ends=False)
+            if not finished or _sent(watch):
+                raise bad("pipelined requests are refused: wait for each answer")
+            client_closed = watch.done()  # its side only: it still gets the answer
             status = response.status
             if decision.hijack and (status == 101 or _unframed(request, response)):
                 self.writer.write(response.encode())
@@ -244,8 +244,11 @@ class Connection:
                 self.writer.write(_with_length(response, len(body)) + body)
             else:
                 self.writer.write(response.encode())
-                finished, _ = await _while_watching(
-                    copy_response_body(upstream, self.writer, response), watch)
+                copy = copy_response_body(upstream, self.writer, response)
+                if client_closed:
+                    await copy
+                    return None
+                finished, _ = await _while_watching(copy, watch)
                 if not finished or _unframed(request, response):
                     return None  # the client sent early or left; or the body ran to the end
             await self.writer.drain()
@@ -270,17 +273,27 @@ class Connection:
         return body
 
 
-async def _while_watching(work: Any, watch: asyncio.Future[bytes]) -> tuple[bool, Any]:
-    """Run `work` unless the client sends or leaves first: (whether it finished, its result)."""
+async def _while_watching(work: Any, watch: asyncio.Future[bytes],
+                          eof_ends: bool = True) -> tuple[bool, Any]:
+    """Run `work` unless the client sends first, or leaves (with `eof_ends`; otherwise a
+    client that closed its side still gets the answer): (whether it finished, its result)."""
     task = asyncio.ensure_future(work)
     try:
         await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+        if not task.done() and not eof_ends and not _sent(watch):
+            await asyncio.wait({task})
         if not task.done():
             return False, None
         return True, await task
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+def _sent(watch: asyncio.Future[bytes]) -> bool:
+    """Whether the client sent a byte (not merely closed its side)."""
+    return (watch.done() and not watch.cancelled() and watch.exception() is None
+            and bool(watch.result()))
 
 
 async def _stop(watch: asyncio.Future[bytes]) -> bytes | None:

@@ -159,6 +159,11 @@ class Service:
         self.metrics = ServiceMetrics(config.pool, self.registry)
         self.folders = {slot.index: SlotFolders.under(config.work_root, slot) for slot in slots}
 
+    @property
+    def reserved_names(self) -> tuple[str, ...]:
+        """The names of the service's own containers (runners, output readers): no job's."""
+        return (runner_name_stem(self.config.name_prefix, self.config.host), "output-")
+
     def start_up(self) -> None:
         """Every check and clean-up before a slot runs; GateError/ConfigError stop it here."""
         upstream = unix_socket(self.config.docker_url)
@@ -182,7 +187,8 @@ class Service:
             wipe(folders.status)
         policies = [(SlotPolicy(gpu_uuid=slot.uuid,
                                 work_folder=self.folders[slot.index].work.resolve(),
-                                allowed_capabilities=self.config.allowed_capabilities),
+                                allowed_capabilities=self.config.allowed_capabilities,
+                                reserved_names=self.reserved_names),
                      self.folders[slot.index].proxy_socket) for slot in self.slots]
         # /metrics before the proxies: a port in use stops the start-up with nothing running.
         self.server = None

@@ -951,3 +951,28 @@ def post_to(path: Path, target: str, body: bytes | None) -> tuple[int, bytes]:
     answer = response.read()
     connection.close()
     return response.status, answer
+
+
+@pytest.mark.docker
+def test_a_job_cannot_take_the_name_of_the_slots_next_runner(
+    python_image: PinnedImage, gate_containers: GateContainers,
+    docker_client: docker.DockerClient, tmp_path: Path,
+) -> None:
+    stem = f"{gate_containers.gate}-slot"  # as the service's runner_name_stem
+    running = RunningProxy(policy_for(tmp_path, reserved_names=(stem,)), DAEMON_SOCKET)
+    try:
+        with pytest.raises(docker.errors.APIError) as squat:
+            run_python(running.client, python_image.reference, gate_containers.gate, "0",
+                       name=f"{stem}1")
+        own = run_python(running.client, python_image.reference, gate_containers.gate, "0",
+                         name=f"{gate_containers.gate}-mine")
+        with pytest.raises(docker.errors.APIError) as rename:
+            own.rename(f"{stem}0")
+        own.remove(force=True)
+    finally:
+        running.stop()
+
+    for refused in (squat.value, rename.value):
+        assert refused.status_code == 403
+        assert f"names {stem}… are the runner's" in str(refused.explanation)
+    assert docker_client.containers.list(all=True, filters={"name": stem}) == []

@@ -44,6 +44,8 @@ class SlotPolicy:
     `protected` paths are never bound, even inside the work folder (the slot's own socket).
     `proxy_socket` is the host path of the slot's proxy socket (serve() sets it): a bind of
     RUNNER_SOCKETS is pointed there; without it such a bind is refused like any other.
+    `reserved_names` are name prefixes the service's own containers use (the runner's): a job
+    may not create or rename a container to such a name, so it cannot take the next one's.
     """
 
     gpu_uuid: str
@@ -51,6 +53,7 @@ class SlotPolicy:
     allowed_capabilities: frozenset[str] = frozenset()
     protected: frozenset[Path] = field(default_factory=frozenset)
     proxy_socket: Path | None = None
+    reserved_names: tuple[str, ...] = ()
 
 
 class AmbiguousKeys(ValueError):
@@ -271,6 +274,15 @@ def check_security_options(body: Body, policy: SlotPolicy) -> str | None:
     for key in ("MaskedPaths", "ReadonlyPaths"):
         if host.get(key) is not None:
             return f"HostConfig.{key} is refused: Docker's defaults for /proc and /sys stand"
+    return None
+
+
+def check_name(name: str, policy: SlotPolicy) -> str | None:
+    """A container name the service keeps for its own containers (`reserved_names`)."""
+    bare = name.removeprefix("/")
+    for prefix in policy.reserved_names:
+        if bare.startswith(prefix):
+            return f"container name {name!r} is refused: names {prefix}… are the runner's"
     return None
 
 

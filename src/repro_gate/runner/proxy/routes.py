@@ -75,6 +75,7 @@ class Routed:
     container: str | None = None
     exec_id: str | None = None
     target: str = ""
+    names: tuple[str, ...] = ()  # a container name the request gives (create, rename)
 
 
 PASS = Decision(Handling.PASS)
@@ -205,7 +206,8 @@ def _routed(decision: Decision, names: dict[str, str], raw_path: str,
     target = quote(unquote(raw_path), safe="/:@")
     if query:
         target += "?" + urlencode(query)
-    return Routed(decision, container, names.get("exec"), target)
+    naming = tuple(value for name, value in query if name == "name")
+    return Routed(decision, container, names.get("exec"), target, naming)
 
 
 def _name_refused(name: str) -> str | None:

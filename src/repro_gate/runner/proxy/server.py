@@ -49,7 +49,7 @@ from repro_gate.runner.proxy.ownership import (
     scoped,
     with_slot_socket,
 )
-from repro_gate.runner.proxy.policy import SlotPolicy
+from repro_gate.runner.proxy.policy import SlotPolicy, check_name
 from repro_gate.runner.proxy.routes import FULL_ID, Decision, Handling, Records, Routed, route
 
 LOG = logging.getLogger(__name__)
@@ -106,6 +106,10 @@ class Connection:
             # Its body is read and dropped, so the connection carries on; too large ends it.
             await read_body(self.reader, request, MAX_BODY_BYTES)
             raise Refused(403, decision.reason)
+        for name in routed.names:
+            if reason := check_name(name, self.policy):
+                await read_body(self.reader, request, MAX_BODY_BYTES)
+                raise Refused(403, reason)
         if decision.handling is Handling.PASS and request.has_body:
             raise bad(f"{request.method} {routed.target.split('?')[0]} takes no body")
         document: dict[str, Any] = {}

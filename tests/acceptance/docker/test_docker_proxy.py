@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import tarfile
 import threading
 import time
@@ -976,3 +977,40 @@ def test_a_job_cannot_take_the_name_of_the_slots_next_runner(
         assert refused.status_code == 403
         assert f"names {stem}… are the runner's" in str(refused.explanation)
     assert docker_client.containers.list(all=True, filters={"name": stem}) == []
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(shutil.which("docker") is None, reason="needs the docker CLI")
+def test_the_docker_cli_runs_creates_and_execs_through_the_proxy(
+    proxy: RunningProxy, python_image: PinnedImage, gate_containers: GateContainers,
+    tmp_path: Path,
+) -> None:
+    # The Actions runner drives container actions with the docker CLI, whose bodies carry
+    # every field of the API's structs: all of them must be in the allow-lists.
+    environment = {**os.environ, "DOCKER_HOST": f"unix://{proxy.socket}"}
+    label = f"{TEST_LABEL}={gate_containers.gate}"
+
+    def docker_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["docker", *args], env=environment, capture_output=True,
+                              text=True, input=stdin, timeout=120, check=False)
+
+    ran = docker_cli("run", "--rm", "-i", "--label", label, "--network", "none", "-v",
+                     f"{tmp_path}:/w", python_image.reference, "python", "-c",
+                     "import sys; print(sys.stdin.read().upper(), end='')", stdin="piped\n")
+    created = docker_cli("create", "--label", label, "--network", "none",
+                         python_image.reference, "python", "-c", "import time; time.sleep(60)")
+    container = created.stdout.strip()
+    started = docker_cli("start", container)
+    executed = docker_cli("exec", "-i", container, "python", "-c",
+                          "import sys; print('exec', sys.stdin.read(), end='')", stdin="in\n")
+    by_name = docker_cli("inspect", created.stdout.strip()[:12])
+    gpus = docker_cli("run", "--rm", "--label", label, "--gpus", "all",
+                      python_image.reference, "true")
+    removed = docker_cli("rm", "-f", container)
+
+    assert (ran.returncode, ran.stdout) == (0, "PIPED\n"), ran.stderr
+    assert created.returncode == started.returncode == removed.returncode == 0, created.stderr
+    assert (executed.returncode, executed.stdout) == (0, "exec in\n"), executed.stderr
+    assert by_name.returncode != 0 and "full 64-hex ID" in by_name.stderr
+    assert gpus.returncode != 0 and "DeviceRequests: Count -1 is refused" in gpus.stderr
+    assert gate_containers.list() == []

@@ -796,6 +796,12 @@ BODIES = [
         "Mounts": [{"Type": "volume", "Source": "{gate}-m", "Target": "/m", "VolumeOptions": {
             "DriverConfig": {"Options": {"type": "tmpfs", "o": "bind", "device": "/"}}}}]}},
      "HostConfig.Mounts.VolumeOptions.DriverConfig.Options is refused"),
+    # Go matches keys by Unicode case folding: the long s is an s to the daemon.
+    ("/v1.41/containers/create?name={gate}-fold", {"Image": "{image}", "HostConfig": {
+        "DeviceReque\u017fts": [{"Count": -1, "Capabilities": [["gpu"]]}]}},
+     "key 'HostConfig.DeviceReque\u017fts' is refused: the API spells it 'DeviceRequests'"),
+    ("/v1.41/containers/{CID}/exec", {"Cmd": ["true"], "privileged": True},
+     "key 'privileged' is refused"),
     ("/v1.41/containers/create?name={gate}-link", {"Image": "{image}", "NetworkingConfig": {
         "EndpointsConfig": {"bridge": {"Links": ["other:peer"]}}}}, "Links is refused"),
 ]
@@ -810,7 +816,7 @@ def test_bodies_are_rebuilt_from_an_allow_list(
 ) -> None:
     text = (json.dumps(body).replace("{gate}", gate_containers.gate)
             .replace("{image}", python_image.reference))
-    path = path.replace("{gate}", gate_containers.gate)
+    path = path.replace("{gate}", gate_containers.gate).replace("{CID}", CID)
 
     status, message = post_json(proxy, path, text.encode())
 

@@ -100,15 +100,17 @@ class Owned:
 
 
 def narrowed_network(body: bytes, owned: Owned) -> bytes:
-    """A network inspect's answer with only the slot's own containers in `Containers`."""
+    """A network inspect's answer (or a listing's: before API 1.28 it holds them too) with
+    only the slot's own containers in `Containers`."""
     try:
-        network = json.loads(body)
+        found = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError):
         return b"{}"
-    if isinstance(network, dict) and isinstance(network.get("Containers"), dict):
-        network["Containers"] = {key: value for key, value in network["Containers"].items()
-                                 if key in owned.containers}
-    return json.dumps(network).encode()
+    for network in found if isinstance(found, list) else [found]:
+        if isinstance(network, dict) and isinstance(network.get("Containers"), dict):
+            network["Containers"] = {key: value for key, value in network["Containers"].items()
+                                     if key in owned.containers}
+    return json.dumps(found).encode()
 
 
 def is_owned(container: Mapping[str, Any], wanted: str, policy: SlotPolicy) -> bool:

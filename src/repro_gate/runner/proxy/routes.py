@@ -132,7 +132,7 @@ ROUTES: tuple[tuple[frozenset[str], re.Pattern[str], Decision], ...] = tuple(
         ("POST", r"/volumes/create",
          Decision(Handling.JSON, bodies.VOLUME_CREATE, check_volume_create)),
         ("DELETE", rf"/volumes/{ID}", PASS),
-        ("GET", r"/networks", PASS),
+        ("GET", r"/networks", Decision(Handling.PASS, narrowed=True)),
         ("GET", rf"/networks/{ID}", Decision(Handling.PASS, narrowed=True)),
         ("POST", r"/networks/create",
          Decision(Handling.JSON, bodies.NETWORK_CREATE, check_network_create)),

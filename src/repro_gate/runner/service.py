@@ -14,6 +14,7 @@ given `drain_timeout`; the service exits 0 when every slot has stopped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -113,8 +114,9 @@ class Proxies:
 
     def stop(self) -> None:
         for loop, task in zip(self.loops, self.tasks, strict=True):
-            if task is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(task.cancel)
+            if task is not None:
+                with contextlib.suppress(RuntimeError):  # that proxy has already ended
+                    loop.call_soon_threadsafe(task.cancel)
         for thread in self.threads:
             if thread.is_alive():
                 thread.join(PROXY_START_SECONDS)

@@ -228,11 +228,15 @@ class DockerLauncher:
             ) from None
 
     def _find(self, name: str) -> Any:
-        """The container called `name`, when a signal came before `create` returned it."""
+        """The container called `name`, when a signal came before `create` returned it.
+
+        Found by listing (a runner slot's Docker proxy addresses containers by full ID only).
+        """
         try:
-            return self.client.containers.get(name)
+            found = self.client.containers.list(all=True, filters={"name": f"^/{name}$"})
         except (docker.errors.APIError, requests.exceptions.RequestException):
             return None
+        return next((container for container in found if container.name == name), None)
 
     def _start_and_wait(
         self, container: Any, spec: RunSpec, sink: LineSink

@@ -16,6 +16,7 @@ import docker.errors
 from repro_gate.errors import ErrorKind, GateError, one_line
 
 CONTAINER_ID = re.compile(r"/containers/([0-9a-f]{64})/")
+FULL_ID = re.compile(r"^[0-9a-f]{64}$")
 CONTAINER_FILES = frozenset({"/etc/hostname", "/etc/hosts", "/etc/resolv.conf"})
 
 
@@ -49,7 +50,7 @@ class PathTranslator:
         if container_id is None:
             return cls(None)
         try:
-            attrs = client.containers.get(container_id).attrs
+            attrs = client.containers.get(_full_id(client, container_id)).attrs
         except docker.errors.NotFound:
             return cls(None)  # a container of another daemon: paths are shared as they are
         except docker.errors.APIError as error:
@@ -62,6 +63,19 @@ class PathTranslator:
             (m["Destination"], m["Source"]) for m in attrs.get("Mounts", []) if m.get("Source")
         ]
         return cls(mounts)
+
+
+def _full_id(client: docker.DockerClient, container_id: str) -> str:
+    """The full ID for a short one (the hostname): a runner slot's Docker proxy addresses
+    containers by full ID only, and lists only the slot's own."""
+    if FULL_ID.match(container_id):
+        return container_id
+    found = [container.id for container in
+             client.containers.list(all=True, filters={"id": container_id})
+             if str(container.id).startswith(container_id)]
+    if len(found) != 1:
+        raise docker.errors.NotFound(f"no container {container_id}")
+    return str(found[0])
 
 
 def own_container_id(mountinfo: Path = Path("/proc/self/mountinfo"),

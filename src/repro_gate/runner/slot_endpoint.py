@@ -24,6 +24,7 @@ from types import TracebackType
 from repro_gate.errors import ConfigError, ErrorKind, GateError
 from repro_gate.runner.proxy.policy import SlotPolicy
 from repro_gate.runner.proxy.server import serve as serve_filter
+from repro_gate.runner.registration import runner_name_stem
 from repro_gate.runner.runner_config import EngineKind, RunnerConfig
 from repro_gate.runner.slot_engine import SlotEngine, launcher
 from repro_gate.runner.slot_folders import ROOT, Owner, SlotFolders
@@ -42,6 +43,11 @@ def unix_socket(docker_url: str) -> Path:
         raise ConfigError(f"docker_url {docker_url}: the runner service needs the daemon's Unix"
                           " socket (unix:///…): its per-slot filters forward to it")
     return Path(docker_url.removeprefix("unix://"))
+
+
+def reserved_names(config: RunnerConfig) -> tuple[str, ...]:
+    """Name prefixes of the service's own (runner) containers: no job may take them."""
+    return (runner_name_stem(config.name_prefix, config.host),)
 
 
 class SlotEndpoint:
@@ -92,7 +98,8 @@ class SlotEndpoint:
                                             name=f"slot{self.slot.index}-engine", daemon=True)
             self.watcher.start()
         policy = SlotPolicy(gpu_uuid=self.slot.uuid, work_folder=self.folders.work.resolve(),
-                            allowed_capabilities=self.config.allowed_capabilities)
+                            allowed_capabilities=self.config.allowed_capabilities,
+                            reserved_names=reserved_names(self.config))
         self.filter = _FilterThread(policy, self.socket, upstream, self.slot.index)
         self.filter.start()
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import os
 import shutil
 import socket
+import subprocess
+import tarfile
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +43,7 @@ from repro_gate.runner.proxy.policy import (
     check_volume_create,
 )
 from repro_gate.runner.proxy.routes import Handling, route
+from repro_gate.runner.service import Proxies
 
 SLOT_GPU = "GPU-11111111-2222-3333-4444-555555555555"
 OTHER_GPU = "GPU-99999999-8888-7777-6666-555555555555"
@@ -87,6 +94,9 @@ REFUSED = [
     (host(MaskedPaths=[]), "MaskedPaths is refused"),
     (host(Runtime="nvidia"), "Runtime 'nvidia' is refused"),
     (host(CgroupParent="/"), "CgroupParent is refused"),
+    (host(LogConfig={"Type": "syslog", "Config": {"syslog-address": "tcp://127.0.0.1:1"}}),
+     "LogConfig.Type 'syslog' is refused"),
+    (host(SecurityOpt=["disable"]), "'disable' is refused"),
     ({"Image": "python", "Env": ["NVIDIA_VISIBLE_DEVICES=all"]}, "NVIDIA_VISIBLE_DEVICES='all'"),
     # Docker 20.10 reads keys ignoring case, and host settings from the top level too.
     ({"Image": "python", "hostconfig": {"privileged": True}}, "Privileged is refused"),
@@ -257,20 +267,38 @@ def test_the_other_bodies_follow_the_same_rules(
     assert refused == reason or (reason is not None and refused and reason in refused), refused
 
 
+CID = "0123456789abcdef" * 4  # a full container ID
+
+
 @pytest.mark.parametrize(("method", "target", "handling", "reason"), [
-    ("GET", "/v1.41/containers/abc/logs?follow=1", Handling.PASS, ""),
-    ("POST", "/v1.41/containers/create?name=x", Handling.INSPECT, ""),
-    ("POST", "/containers/abc/update", Handling.INSPECT, ""),
+    ("GET", f"/v1.41/containers/{CID}/logs?follow=1", Handling.PASS, ""),
+    ("POST", "/v1.41/containers/create?name=x", Handling.JSON, ""),
+    ("POST", f"/containers/{CID}/update", Handling.JSON, ""),
+    ("PUT", f"/v1.41/containers/{CID}/archive?path=/w", Handling.STREAM, ""),
+    ("POST", "/v1.41/images/load?quiet=1", Handling.STREAM, ""),
     ("GET", "/v1.41/images/127.0.0.1:5055/repo/python@sha256:ab/json", Handling.PASS, ""),
     ("POST", "/v1.23/containers/abc/start", Handling.REFUSE, "API versions below 1.24"),
     ("POST", "/v1.41/swarm/init", Handling.REFUSE, "swarm mode is refused"),
     ("POST", "/v1.41/plugins/pull", Handling.REFUSE, "plugins are refused"),
     ("POST", "/v1.41/containers/prune", Handling.REFUSE, "prune is refused"),
     ("POST", "/v1.41/session", Handling.REFUSE, "BuildKit sessions are refused"),
-    ("POST", "/v1.41/build?networkmode=host", Handling.REFUSE, "networkmode 'host'"),
-    ("POST", "/v1.41/containers/abc/../../swarm/init", Handling.REFUSE, "not in its clean form"),
+    ("POST", "/v1.41/build?networkmode=host", Handling.REFUSE, "builds are refused"),
+    ("POST", "/v1.41/build?cgroupparent=/", Handling.REFUSE, "builds are refused"),
+    ("GET", "/v1.41/system/df", Handling.REFUSE, "system/df is refused"),
+    ("POST", "/v1.41/images/create?fromSrc=http://127.0.0.1:1/x", Handling.REFUSE,
+     "query parameter 'fromSrc' of /images/create is refused"),
+    ("POST", "/v1.41/images/create?fromImage=x&remote=http://127.0.0.1:1/", Handling.REFUSE,
+     "query parameter 'remote'"),
+    ("POST", f"/v1.41/containers/{CID}/../../swarm/init", Handling.REFUSE,
+     "not in its clean form"),
     ("GET", "/v1.41/secrets", Handling.REFUSE, "swarm mode is refused"),
-    ("POST", "/v1.41/containers/abc/checkpoints", Handling.REFUSE, "not in the proxy's allow"),
+    ("POST", f"/v1.41/containers/{CID}/checkpoints", Handling.REFUSE, "not in the proxy's allow"),
+    ("GET", "/v1.41/containers/runner-0/json", Handling.REFUSE,
+     "containers are addressed by their full 64-hex ID here, not 'runner-0'"),
+    ("GET", f"/v1.41/containers/{CID[:12]}/json", Handling.REFUSE, "full 64-hex ID"),
+    ("POST", "/v1.41/exec/e1/start", Handling.REFUSE, "execs are addressed by their full"),
+    ("POST", f"/v1.41/containers/create?name={CID[:12]}", Handling.REFUSE,
+     "reads as a container ID"),
 ])
 def test_routes(method: str, target: str, handling: Handling, reason: str) -> None:
     decision = route(method, target).decision
@@ -280,16 +308,19 @@ def test_routes(method: str, target: str, handling: Handling, reason: str) -> No
 
 
 def test_what_a_request_names_and_how_listings_are_narrowed() -> None:
-    body = host(VolumesFrom=["other:ro"], PidMode="container:pid-peer", NetworkMode="bridge")
+    body = host(PidMode="container:pid-peer", NetworkMode="bridge")
     policy = SlotPolicy(gpu_uuid=SLOT_GPU, work_folder=Path("/work"))
 
     listing = scoped('/containers/json?all=1&filters={"label":["a=b"]}', policy)
     events = scoped('/events?filters={"label":{"a=b":true}}', policy)
 
-    assert referenced_containers(body) == ["other", "pid-peer"]
+    assert referenced_containers(body) == ["pid-peer"]
     assert referenced_containers({"Container": "peer"}) == ["peer"]
-    assert route("POST", "/v1.41/exec/e1/start").exec_id == "e1"
-    assert route("POST", "/v1.41/commit?container=c9&repo=x").container == "c9"
+    assert route("POST", f"/v1.41/exec/{CID}/start").exec_id == CID
+    assert route("POST", f"/v1.41/commit?container={CID}&repo=x").container == CID
+    assert route("GET", "/v1.41/containers/x%2Fy/json?a=b;c").decision.handling is Handling.REFUSE
+    assert route("GET", f"/v1.41/containers/{CID}/logs?a=b;c").target == (
+        f"/v1.41/containers/{CID}/logs?a=b%3Bc")
     assert parse_qs(urlsplit(listing).query)["all"] == ["1"]
     assert json.loads(parse_qs(urlsplit(listing).query)["filters"][0]) == {
         "label": ["a=b", f"{SLOT_LABEL}={SLOT_GPU}"]}
@@ -324,8 +355,9 @@ def run_python(
     client: docker.DockerClient, image: str, gate: str, code: str, **options: Any
 ) -> Any:
     # No network unless a test asks: none needs one.
+    labels = {TEST_LABEL: gate, **options.pop("labels", {})}
     return client.containers.run(image, ["python", "-c", code], detach=True,
-                                 labels={TEST_LABEL: gate}, **{"network_mode": "none", **options})
+                                 labels=labels, **{"network_mode": "none", **options})
 
 
 @pytest.mark.docker
@@ -408,7 +440,11 @@ def test_containers_of_other_slots_are_out_of_reach(
 ) -> None:
     sleep = "import time; time.sleep(120)"
     # Another slot's runner, say: created on the daemon's own socket, so without this label.
-    foreign = run_python(docker_client, python_image.reference, gate_containers.gate, sleep)
+    foreign = run_python(docker_client, python_image.reference, gate_containers.gate, sleep,
+                         name=f"{gate_containers.gate}-foreign")
+    # This slot's runner: the service creates it on the daemon, with the slot's label.
+    runner = run_python(docker_client, python_image.reference, gate_containers.gate, sleep,
+                        labels={SLOT_LABEL: SLOT_GPU})
     own = run_python(proxy.client, python_image.reference, gate_containers.gate, sleep)
 
     def refused(action: Any) -> str:
@@ -421,15 +457,30 @@ def test_containers_of_other_slots_are_out_of_reach(
     exec_into = refused(lambda: proxy.client.api.exec_create(foreign.id, ["true"]))
     volumes_from = refused(lambda: run_python(
         proxy.client, python_image.reference, gate_containers.gate, "0", volumes_from=[foreign.id]))
+    links = refused(lambda: run_python(
+        proxy.client, python_image.reference, gate_containers.gate, "0",
+        network_mode="bridge", links={foreign.id: "peer"}))
+    by_name = refused(lambda: proxy.client.containers.get(foreign.name))
+    by_prefix = refused(lambda: proxy.client.api.inspect_container(own.id[:12]))
+    take_an_id = refused(lambda: run_python(
+        proxy.client, python_image.reference, gate_containers.gate, "0", name=foreign.id[:12]))
     listed = {c.id: c.labels.get(SLOT_LABEL) for c in proxy.client.containers.list(all=True)}
     mine = proxy.client.containers.get(own.id)
-    for container in (own, foreign):
+    runners = proxy.client.containers.get(runner.id)
+    executed = runners.exec_run(["python", "-c", "print('in the runner')"])
+    for container in (own, foreign, runner):
         container.remove(force=True)
 
     assert f"container '{foreign.id}' is not one of this slot's" in inspect
-    assert "is not one of this slot's" in exec_into and "is not one of this slot's" in volumes_from
+    assert "is not one of this slot's" in exec_into
+    assert "HostConfig.VolumesFrom is refused" in volumes_from
+    assert "HostConfig.Links is refused: it would copy another container's environment" in links
+    assert f"full 64-hex ID here, not '{foreign.name}'" in by_name
+    assert f"full 64-hex ID here, not '{own.id[:12]}'" in by_prefix
+    assert "reads as a container ID" in take_an_id
     # Only the slot's containers (an interrupted earlier run may have left one of its own).
     assert own.id in listed and foreign.id not in listed and set(listed.values()) == {SLOT_GPU}
+    assert runners.id == runner.id and executed.output == b"in the runner\n"
     assert mine.labels[SLOT_LABEL] == SLOT_GPU
 
 
@@ -520,7 +571,10 @@ def test_bad_bodies_are_refused_and_the_connection_carries_on(proxy: RunningProx
     assert malformed[0] == 400 and "malformed JSON body" in malformed[1]["message"]
     assert chunked == (403, {"message": "repro-gate docker proxy: Privileged is refused:"
                                         " a privileged container sees every device of the host"})
-    assert lowercase == top_level == chunked
+    assert lowercase == (403, {"message": "repro-gate docker proxy: key 'hostconfig' is refused:"
+                                          " the API spells it 'HostConfig'"})
+    assert top_level == (403, {"message": "repro-gate docker proxy: unknown key 'Privileged'"
+                                          " is refused"})
     assert swarm[0] == 403 and "swarm mode is refused" in swarm[1]["message"]
     assert version[0] == 200 and version[1]["ApiVersion"]
 
@@ -604,3 +658,370 @@ def test_the_gate_names_the_proxys_refusal_in_one_line(
     assert message.startswith("cannot create the container for run A: repro-gate docker proxy:")
     assert "is refused: only paths inside the slot's work folder" in message
     assert "\n" not in message
+
+
+def exchange_raw(proxy: RunningProxy, data: bytes) -> bytes:
+    """Send raw bytes to the proxy; everything it answers until it closes the connection."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(proxy.socket))
+        sock.settimeout(30)
+        sock.sendall(data)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    return answer
+
+
+def create_head(name: str, body: bytes, extra: bytes = b"") -> bytes:
+    """A container create request carrying `name`: if it reached the daemon, it would exist."""
+    return (b"POST /v1.41/containers/create?name=" + name.encode() + b" HTTP/1.1\r\n"
+            b"Host: docker\r\nContent-Type: application/json\r\n" + extra
+            + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+# (raw request, the refusal): each once smuggled a second request past the proxy, or would.
+FRAMING = [
+    (b"GET /v1.41/version HTTP/1.1\r\nHost: docker\nX-A: b\r\n\r\n",
+     "a bare LF or CR in the request head is refused"),
+    (b"GET /v1.41/version HTTP/1.1\r\nHost: docker\r\nX-A: b\r\n c\r\n\r\n",
+     "obsolete line folding is refused"),
+    (b"POST /v1.41/containers/create HTTP/1.1\r\nHost: docker\r\nContent-Length: 2\r\n"
+     b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "both Content-Length and Transfer-Encoding"),
+    (b"POST /v1.41/containers/create HTTP/1.1\r\nHost: docker\r\n"
+     b"Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "Transfer-Encoding 'gzip, chunked'"),
+    (b"POST /v1.41/containers/create HTTP/1.1\r\nHost: docker\r\nContent-Length: 2\r\n"
+     b"Content-Length: 2\r\n\r\n{}", "a repeated Content-Length"),
+    (b"GET /v1.41/version HTTP/1.1\r\nHost: docker\r\nX A: b\r\n\r\n", "malformed header line"),
+    (b"GET /v1.41/version HTTP/1.1\r\nHost: d\xc3\xb6cker\r\n\r\n", "non-ASCII bytes"),
+    (b"GET /v1.41/version HTTP/1.0\r\nHost: docker\r\n\r\n", "HTTP/1.1 only"),
+    (b"GET http://docker/v1.41/version HTTP/1.1\r\nHost: docker\r\n\r\n",
+     "malformed request target"),
+    (b"GET //docker/v1.41/version HTTP/1.1\r\nHost: docker\r\n\r\n",
+     "malformed request target"),
+]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(("request_bytes", "reason"), FRAMING)
+def test_ambiguous_framing_is_refused_and_the_connection_closed(
+    request_bytes: bytes, reason: str, proxy: RunningProxy, gate_containers: GateContainers,
+    python_image: PinnedImage,
+) -> None:
+    smuggled = create_head(f"{gate_containers.gate}-smuggled", json.dumps(
+        {"Image": python_image.reference, "Labels": {TEST_LABEL: gate_containers.gate}}).encode())
+
+    answer = exchange_raw(proxy, request_bytes + smuggled)
+
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert answer.count(b"\r\n\r\n") == 1  # one refusal, then the proxy hung up
+    assert reason in json.loads(answer.split(b"\r\n\r\n", 1)[1])["message"]
+    assert gate_containers.list() == []
+
+
+@pytest.mark.docker
+def test_expect_and_pipelined_requests_are_refused(
+    proxy: RunningProxy, gate_containers: GateContainers, python_image: PinnedImage,
+) -> None:
+    body = json.dumps({"Image": python_image.reference,
+                       "Labels": {TEST_LABEL: gate_containers.gate}}).encode()
+    # The interim answer of `Expect` was once taken as final, then a HEAD's bytes relayed raw.
+    expect = exchange_raw(proxy, create_head(f"{gate_containers.gate}-expect", body,
+                                             b"Expect: 100-continue\r\n")
+                          + b"HEAD /v1.41/_ping HTTP/1.1\r\nHost: docker\r\n\r\n")
+    pipelined = exchange_raw(proxy, b"GET /v1.41/_ping HTTP/1.1\r\nHost: docker\r\n\r\n"
+                             + create_head(f"{gate_containers.gate}-second", body))
+    too_long = exchange_raw(proxy, b"GET /v1.41/_ping HTTP/1.1\r\nX-A: "
+                            + b"a" * (70 * 1024) + b"\r\n\r\n")
+
+    assert expect.startswith(b"HTTP/1.1 400 ") and b"Expect is refused" in expect
+    assert expect.count(b"\r\n\r\n") == 1
+    assert pipelined.startswith(b"HTTP/1.1 400 ") and b"pipelined requests are refused" in pipelined
+    assert too_long.startswith(b"HTTP/1.1 431 ")
+    assert gate_containers.list() == []
+
+
+@pytest.mark.docker
+def test_a_client_that_closes_its_side_still_gets_the_answer(proxy: RunningProxy) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(proxy.socket))
+        sock.settimeout(30)
+        sock.sendall(b"GET /v1.41/version HTTP/1.1\r\nHost: docker\r\n\r\n")
+        sock.shutdown(socket.SHUT_WR)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+
+    assert answer.startswith(b"HTTP/1.1 200 ") and b'"ApiVersion"' in answer
+
+
+@pytest.mark.docker
+def test_keep_alive_requests_one_after_another_pass(proxy: RunningProxy) -> None:
+    connection = proxy.connection()
+    answers = []
+    for _ in range(3):
+        connection.request("GET", "/v1.41/_ping")
+        response = connection.getresponse()
+        answers.append((response.status, response.read()))
+    connection.close()
+
+    assert answers == [(200, b"OK")] * 3
+
+
+def post_json(proxy: RunningProxy, path: str, body: bytes) -> tuple[int, str]:
+    connection = proxy.connection()
+    connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = json.loads(response.read() or b"{}")
+    connection.close()
+    return response.status, str(answer.get("message", ""))
+
+
+# (endpoint, body, the refusal): bodies that once reached the daemon as they were sent.
+BODIES = [
+    ("/v1.41/volumes/create", {"Name": "{gate}-root", "DriverOpts": {
+        "type": "tmpfs", "o": "bind", "device": "/"}}, "DriverOpts is refused"),
+    ("/v1.41/volumes/create", {"Name": "{gate}-rbind", "DriverOpts": {
+        "type": "tmpfs", "o": "rbind", "device": "/etc"}}, "DriverOpts is refused"),
+    ("/v1.41/volumes/create", {"Name": "{gate}-case", "driveropts": {"device": "/"}},
+     "key 'driveropts' is refused: the API spells it 'DriverOpts'"),
+    ("/v1.41/volumes/create", {"Name": "{gate}-unknown", "Options": {"device": "/"}},
+     "unknown key 'Options' is refused"),
+    ("/v1.41/containers/create?name={gate}-secopt", {"Image": "{image}", "HostConfig": {
+        "SecurityOpt": ["disable"]}}, "SecurityOpt 'disable' is refused"),
+    ("/v1.41/containers/create?name={gate}-secopt2", {"Image": "{image}", "HostConfig": {
+        "SecurityOpt": ["apparmor=unconfined"]}}, "'apparmor=unconfined' is refused"),
+    ("/v1.41/containers/create?name={gate}-cgroup", {"Image": "{image}", "HostConfig": {
+        "CgroupParent": "/"}}, "HostConfig.CgroupParent is refused"),
+    ("/v1.41/containers/create?name={gate}-mount", {"Image": "{image}", "HostConfig": {
+        "Mounts": [{"Type": "volume", "Source": "{gate}-m", "Target": "/m", "VolumeOptions": {
+            "DriverConfig": {"Options": {"type": "tmpfs", "o": "bind", "device": "/"}}}}]}},
+     "HostConfig.Mounts.VolumeOptions.DriverConfig.Options is refused"),
+    # Go matches keys by Unicode case folding: the long s is an s to the daemon.
+    ("/v1.41/containers/create?name={gate}-fold", {"Image": "{image}", "HostConfig": {
+        "DeviceReque\u017fts": [{"Count": -1, "Capabilities": [["gpu"]]}]}},
+     "key 'HostConfig.DeviceReque\u017fts' is refused: the API spells it 'DeviceRequests'"),
+    ("/v1.41/containers/{CID}/exec", {"Cmd": ["true"], "privileged": True},
+     "key 'privileged' is refused"),
+    ("/v1.41/containers/create?name={gate}-link", {"Image": "{image}", "NetworkingConfig": {
+        "EndpointsConfig": {"bridge": {"Links": ["other:peer"]}}}}, "Links is refused"),
+]
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(("path", "body", "reason"), BODIES)
+def test_bodies_are_rebuilt_from_an_allow_list(
+    path: str, body: dict[str, Any], reason: str, proxy: RunningProxy,
+    gate_containers: GateContainers, python_image: PinnedImage,
+    docker_client: docker.DockerClient,
+) -> None:
+    text = (json.dumps(body).replace("{gate}", gate_containers.gate)
+            .replace("{image}", python_image.reference))
+    path = path.replace("{gate}", gate_containers.gate).replace("{CID}", CID)
+
+    status, message = post_json(proxy, path, text.encode())
+
+    assert (status, reason in message) == (403, True), message
+    names = {volume.name for volume in docker_client.volumes.list()}
+    assert not any(name.startswith(gate_containers.gate) for name in names)
+    assert docker_client.containers.list(all=True, filters={"name": gate_containers.gate}) == []
+
+
+@pytest.mark.docker
+def test_a_repeated_key_is_refused_not_merged(
+    proxy: RunningProxy, gate_containers: GateContainers, docker_client: docker.DockerClient,
+) -> None:
+    # Python keeps the last `device`, the daemon merged both: now neither passes.
+    body = (b'{"Name": "' + gate_containers.gate.encode() + b'", "DriverOpts": {}, '
+            b'"DriverOpts": {"type": "tmpfs", "device": "/"}}')
+
+    status, message = post_json(proxy, "/v1.41/volumes/create", body)
+
+    assert (status, message) == (403, "repro-gate docker proxy: repeated key 'DriverOpts' is"
+                                      " refused")
+    assert gate_containers.gate not in {volume.name for volume in docker_client.volumes.list()}
+
+
+@pytest.mark.docker
+def test_what_would_leak_other_slots_is_refused_or_narrowed(
+    proxy: RunningProxy, python_image: PinnedImage, gate_containers: GateContainers,
+    docker_client: docker.DockerClient,
+) -> None:
+    network = docker_client.networks.create(gate_containers.gate)
+    sleep = "import time; time.sleep(120)"
+    foreign = run_python(docker_client, python_image.reference, gate_containers.gate, sleep,
+                         network_mode=network.name)
+    own = run_python(proxy.client, python_image.reference, gate_containers.gate, sleep,
+                     network_mode=network.name)
+    try:
+        inspected = proxy.client.api.inspect_network(network.id)
+        # Before API 1.28 a network listing holds each network's containers too.
+        listed = post_to(proxy.socket, f"/v1.27/networks?filters=%7B%22id%22%3A%5B%22{network.id}"
+                         "%22%5D%7D", None)
+        with pytest.raises(docker.errors.APIError) as df:
+            proxy.client.df()
+        with pytest.raises(docker.errors.APIError) as from_src:
+            proxy.client.api.import_image_from_url("http://127.0.0.1:9/x.tar", "x")
+        with pytest.raises(docker.errors.APIError) as build:
+            proxy.client.api._result(proxy.client.api._post(
+                proxy.client.api._url("/build"), params={"cgroupparent": "/",
+                                                         "remote": "http://127.0.0.1:9/"}))
+    finally:
+        for container in (own, foreign):
+            container.remove(force=True)
+        network.remove()
+
+    assert set(inspected["Containers"]) == {own.id}
+    assert listed[0] == 200 and [set(n["Containers"]) for n in json.loads(listed[1])] == [
+        {own.id}]
+    assert df.value.status_code == 403 and "system/df is refused" in str(df.value.explanation)
+    assert from_src.value.status_code == 403
+    assert "of /images/create is refused (allowed: fromImage, tag, platform)" in str(
+        from_src.value.explanation)
+    assert build.value.status_code == 403 and "builds are refused" in str(build.value.explanation)
+
+
+@pytest.mark.docker
+def test_images_load_and_archives_stream_through_the_proxy(
+    proxy: RunningProxy, python_image: PinnedImage, gate_containers: GateContainers,
+    docker_client: docker.DockerClient, tmp_path: Path,
+) -> None:
+    tag = f"repro-gate-test/loaded:{gate_containers.gate}"
+    docker_client.images.get(python_image.reference).tag(tag)
+    saved = b"".join(docker_client.images.get(tag).save(named=tag))
+    docker_client.images.remove(tag)
+    archive = tmp_path / "in.tar"
+    with tarfile.open(archive, "w") as tar:
+        (tmp_path / "hello.txt").write_text("put through the proxy\n")
+        tar.add(tmp_path / "hello.txt", arcname="hello.txt")
+    try:
+        (loaded,) = proxy.client.images.load(saved)
+        container = proxy.client.containers.create(
+            tag, ["python", "-c", "print(open('/tmp/hello.txt').read(), end='')"],
+            labels={TEST_LABEL: gate_containers.gate}, network_mode="none")
+        put = container.put_archive("/tmp", archive.read_bytes())
+        container.start()
+        container.wait(timeout=60)
+        output = container.logs()
+        container.remove()
+    finally:
+        with contextlib.suppress(docker.errors.NotFound):
+            docker_client.images.remove(tag)
+
+    assert tag in loaded.tags
+    assert put is True
+    assert output == b"put through the proxy\n"
+
+
+@pytest.mark.docker
+def test_one_slots_large_bodies_do_not_delay_another_slots_ping(
+    docker_client: docker.DockerClient, tmp_path: Path,
+) -> None:
+    sockets = tmp_path / "s"
+    sockets.mkdir()
+    proxies = Proxies([(policy_for(tmp_path / "a"), sockets / "a.sock"),
+                       (policy_for(tmp_path / "b"), sockets / "b.sock")], DAEMON_SOCKET)
+    proxies.start()
+    big = json.dumps({"Image": "x", "Env": [f"V{i}=" + "x" * 30 for i in range(100_000)],
+                      "HostConfig": {"Privileged": True}}).encode()
+    stop = threading.Event()
+
+    def flood() -> None:
+        while not stop.is_set():
+            post_to(sockets / "a.sock", "/v1.41/containers/create", big)
+
+    # Each body is a few tenths of a second of parsing: in one shared event loop, slot B's
+    # ping waited behind slot A's queue of them (p90 0.5 s here, against 0.08 s now).
+    floods = [threading.Thread(target=flood) for _ in range(8)]
+    for thread in floods:
+        thread.start()
+    latencies = []
+    try:
+        time.sleep(0.5)
+        for _ in range(40):
+            started = time.monotonic()
+            status, _ = post_to(sockets / "b.sock", "/v1.41/_ping", None)
+            latencies.append(time.monotonic() - started)
+            assert status == 200
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for thread in floods:
+            thread.join()
+        proxies.stop()
+
+    assert sorted(latencies)[len(latencies) * 9 // 10] < 0.3, sorted(latencies)[-5:]
+
+
+def post_to(path: Path, target: str, body: bytes | None) -> tuple[int, bytes]:
+    connection = http.client.HTTPConnection("localhost", timeout=60)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(path))
+    connection.sock = sock
+    connection.request("GET" if body is None else "POST", target, body=body,
+                       headers={"Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = response.read()
+    connection.close()
+    return response.status, answer
+
+
+@pytest.mark.docker
+def test_a_job_cannot_take_the_name_of_the_slots_next_runner(
+    python_image: PinnedImage, gate_containers: GateContainers,
+    docker_client: docker.DockerClient, tmp_path: Path,
+) -> None:
+    stem = f"{gate_containers.gate}-slot"  # as the service's runner_name_stem
+    running = RunningProxy(policy_for(tmp_path, reserved_names=(stem,)), DAEMON_SOCKET)
+    try:
+        with pytest.raises(docker.errors.APIError) as squat:
+            run_python(running.client, python_image.reference, gate_containers.gate, "0",
+                       name=f"{stem}1")
+        own = run_python(running.client, python_image.reference, gate_containers.gate, "0",
+                         name=f"{gate_containers.gate}-mine")
+        with pytest.raises(docker.errors.APIError) as rename:
+            own.rename(f"{stem}0")
+        own.remove(force=True)
+    finally:
+        running.stop()
+
+    for refused in (squat.value, rename.value):
+        assert refused.status_code == 403
+        assert f"names {stem}… are the runner's" in str(refused.explanation)
+    assert docker_client.containers.list(all=True, filters={"name": stem}) == []
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(shutil.which("docker") is None, reason="needs the docker CLI")
+def test_the_docker_cli_runs_creates_and_execs_through_the_proxy(
+    proxy: RunningProxy, python_image: PinnedImage, gate_containers: GateContainers,
+    tmp_path: Path,
+) -> None:
+    # The Actions runner drives container actions with the docker CLI, whose bodies carry
+    # every field of the API's structs: all of them must be in the allow-lists.
+    environment = {**os.environ, "DOCKER_HOST": f"unix://{proxy.socket}"}
+    label = f"{TEST_LABEL}={gate_containers.gate}"
+
+    def docker_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["docker", *args], env=environment, capture_output=True,
+                              text=True, input=stdin, timeout=120, check=False)
+
+    ran = docker_cli("run", "--rm", "-i", "--label", label, "--network", "none", "-v",
+                     f"{tmp_path}:/w", python_image.reference, "python", "-c",
+                     "import sys; print(sys.stdin.read().upper(), end='')", stdin="piped\n")
+    created = docker_cli("create", "--label", label, "--network", "none",
+                         python_image.reference, "python", "-c", "import time; time.sleep(60)")
+    container = created.stdout.strip()
+    started = docker_cli("start", container)
+    executed = docker_cli("exec", "-i", container, "python", "-c",
+                          "import sys; print('exec', sys.stdin.read(), end='')", stdin="in\n")
+    by_name = docker_cli("inspect", created.stdout.strip()[:12])
+    gpus = docker_cli("run", "--rm", "--label", label, "--gpus", "all",
+                      python_image.reference, "true")
+    removed = docker_cli("rm", "-f", container)
+
+    assert (ran.returncode, ran.stdout) == (0, "PIPED\n"), ran.stderr
+    assert created.returncode == started.returncode == removed.returncode == 0, created.stderr
+    assert (executed.returncode, executed.stdout) == (0, "exec in\n"), executed.stderr
+    assert by_name.returncode != 0 and "full 64-hex ID" in by_name.stderr
+    assert gpus.returncode != 0 and "DeviceRequests: Count -1 is refused" in gpus.stderr
+    assert gate_containers.list() == []

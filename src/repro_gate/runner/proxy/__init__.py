@@ -3,8 +3,9 @@ only through it, so a job cannot ask for another slot's GPU, a privileged contai
 path outside its work folder.
 
     server.py     `serve(policy, listen, upstream)`: asyncio on a Unix socket
-    framing.py    HTTP/1.1 heads and bodies by their framing
-    routes.py     the endpoint allow-list
-    policy.py     `SlotPolicy` and the body rules
-    ownership.py  the slot's label on what it creates; other slots' containers refused
+    framing.py    strict HTTP/1.1: request heads and bodies parsed, heads written
+    routes.py     the endpoint allow-list; each request's target rebuilt
+    bodies.py     the JSON fields each endpoint takes; bodies rebuilt from them
+    policy.py     `SlotPolicy` and the rules on values
+    ownership.py  the slot's containers (created or labelled); other slots' refused
 """

@@ -1,22 +1,23 @@
-"""Which containers belong to the slot: those carrying its label, which the proxy puts on.
+"""Which containers belong to the slot: those it created, and those carrying its label.
 
 Every container created through a slot's proxy gets `org.repro-gate.slot=<the slot's GPU UUID>`
-(the service gives its runner container the same label). A request that names a container,
-directly or inside a create body (`--volumes-from`, `--pid container:…`), is passed only for
-the slot's own: exec into another slot's runner would reach that slot's GPU. Listings and the
-event stream are narrowed to the slot's label. A create body is rewritten here too: the slot's
-label, and the runner's own socket path pointed at the slot's proxy socket (`with_slot_socket`).
+(the service gives its runner container the same label), and its ID is recorded (`Owned`). A
+request that names a container by its full ID, directly or inside a body (`--pid
+container:…`, a network connect), is passed only for the slot's own: exec into another slot's
+runner would reach that slot's GPU. Listings, the event stream and network inspects are
+narrowed to the slot's containers. A create body is rewritten here too: the slot's label, and
+the runner's own socket path pointed at the slot's proxy socket (`with_slot_socket`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from repro_gate.runner.proxy.policy import (
-    Caseless,
     SlotPolicy,
     is_runner_socket,
     is_runner_socket_bind,
@@ -79,28 +80,43 @@ def _mount_rewritten(mount: object, policy: SlotPolicy) -> object:
 
 
 def referenced_containers(body: Mapping[str, Any]) -> list[str]:
-    """Containers a body names: volumes-from, `container:` namespace modes, network connect.
-
-    The body has passed its rules, so its keys are unambiguous; host settings are read from
-    `HostConfig` and from the top level, as the daemon may (see check_create).
-    """
-    view = Caseless(body)
-    names = [str(view["Container"])] if view.get("Container") else []
-    for host in (view.get("HostConfig"), view):
-        if not isinstance(host, Mapping):
-            continue
-        names += [str(entry).split(":", 1)[0] for entry in host.get("VolumesFrom") or []]
-        for key in SHARED_MODES:
-            mode = str(host.get(key) or "")
-            if mode.startswith("container:"):
-                names.append(mode.removeprefix("container:"))
+    """Containers a rebuilt body names: a network connect's, `container:` namespace modes."""
+    names = [str(body["Container"])] if body.get("Container") else []
+    host = body.get("HostConfig")
+    for key in SHARED_MODES:
+        mode = str((host or {}).get(key) or "") if isinstance(host, Mapping) else ""
+        if mode.startswith("container:"):
+            names.append(mode.removeprefix("container:"))
     return names
 
 
-def is_owned(container: Mapping[str, Any], policy: SlotPolicy) -> bool:
-    """Whether an inspected container carries this slot's label."""
+@dataclass
+class Owned:
+    """What the slot created through its proxy (container and exec IDs, from the daemon's
+    answers) and the labelled containers found by their exact ID (the runner's own)."""
+
+    containers: set[str] = field(default_factory=set)
+    execs: set[str] = field(default_factory=set)
+
+
+def narrowed_network(body: bytes, owned: Owned) -> bytes:
+    """A network inspect's answer (or a listing's: before API 1.28 it holds them too) with
+    only the slot's own containers in `Containers`."""
+    try:
+        found = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return b"{}"
+    for network in found if isinstance(found, list) else [found]:
+        if isinstance(network, dict) and isinstance(network.get("Containers"), dict):
+            network["Containers"] = {key: value for key, value in network["Containers"].items()
+                                     if key in owned.containers}
+    return json.dumps(found).encode()
+
+
+def is_owned(container: Mapping[str, Any], wanted: str, policy: SlotPolicy) -> bool:
+    """Whether an inspected container is exactly `wanted` and carries this slot's label."""
     labels = (container.get("Config") or {}).get("Labels") or {}
-    return bool(labels.get(SLOT_LABEL) == policy.gpu_uuid)
+    return container.get("Id") == wanted and labels.get(SLOT_LABEL) == policy.gpu_uuid
 
 
 def scoped(target: str, policy: SlotPolicy) -> str:

@@ -17,14 +17,11 @@ Rule = Callable[[Body, "SlotPolicy"], "str | None"]
 
 # Modes that would share one of the host's namespaces with the container.
 NAMESPACE_MODES = ("NetworkMode", "PidMode", "IpcMode", "UsernsMode", "UTSMode", "CgroupnsMode")
-# Security options that could loosen a confinement, and the values that keep it: a custom
-# seccomp profile or `unconfined` is refused, and so is any SELinux label (`type:spc_t`).
-CONFINEMENT: dict[str, tuple[str, ...]] = {
-    "seccomp": ("builtin",),
-    "apparmor": ("docker-default",),
-    "label": (),
-    "systempaths": (),
-}
+# The security options that pass (`key=value` or the older `key:value`): they keep Docker's
+# confinement or tighten it. Anything else is refused: `unconfined`, a custom seccomp
+# profile, an SELinux label (`type:spc_t`), a bare `disable`.
+SECURITY_OPTIONS = ("no-new-privileges", "no-new-privileges=true", "seccomp=builtin",
+                    "apparmor=docker-default")
 # The default runtime (runc) only: `nvidia` would honour NVIDIA_VISIBLE_DEVICES from the
 # image's own environment, which the proxy never sees.
 ALLOWED_RUNTIMES = ("", "runc")
@@ -36,6 +33,7 @@ VOLUME_DRIVERS = ("", "local")
 # host's own socket, so a bind of exactly this string is rewritten to the slot's proxy socket.
 RUNNER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock")
 NETWORK_DRIVERS = ("", "bridge")
+LOG_DRIVERS = ("", "json-file", "local", "none")
 
 
 @dataclass(frozen=True)
@@ -46,6 +44,8 @@ class SlotPolicy:
     `protected` paths are never bound, even inside the work folder (the slot's own socket).
     `proxy_socket` is the host path of the slot's proxy socket (serve() sets it): a bind of
     RUNNER_SOCKETS is pointed there; without it such a bind is refused like any other.
+    `reserved_names` are name prefixes the service's own containers use (the runner's): a job
+    may not create or rename a container to such a name, so it cannot take the next one's.
     """
 
     gpu_uuid: str
@@ -53,6 +53,7 @@ class SlotPolicy:
     allowed_capabilities: frozenset[str] = frozenset()
     protected: frozenset[Path] = field(default_factory=frozenset)
     proxy_socket: Path | None = None
+    reserved_names: tuple[str, ...] = ()
 
 
 class AmbiguousKeys(ValueError):
@@ -266,13 +267,22 @@ def check_security_options(body: Body, policy: SlotPolicy) -> str | None:
     host = _host_config(body)
     for option in _items(host.get("SecurityOpt")):
         text = str(option)
-        # `key=value` or the older `key:value`
-        key, _, value = text.replace(":", "=", 1).partition("=")
-        if key in CONFINEMENT and value not in CONFINEMENT[key]:
-            return f"HostConfig.SecurityOpt {text[:60]!r} is refused: confinement stays on"
+        if text.replace(":", "=", 1) not in SECURITY_OPTIONS:
+            allowed = ", ".join(SECURITY_OPTIONS)
+            return (f"HostConfig.SecurityOpt {text[:60]!r} is refused: confinement stays on"
+                    f" (allowed: {allowed})")
     for key in ("MaskedPaths", "ReadonlyPaths"):
         if host.get(key) is not None:
             return f"HostConfig.{key} is refused: Docker's defaults for /proc and /sys stand"
+    return None
+
+
+def check_name(name: str, policy: SlotPolicy) -> str | None:
+    """A container name the service keeps for its own containers (`reserved_names`)."""
+    bare = name.removeprefix("/")
+    for prefix in policy.reserved_names:
+        if bare.startswith(prefix):
+            return f"container name {name!r} is refused: names {prefix}… are the runner's"
     return None
 
 
@@ -297,9 +307,16 @@ def check_environment(body: Body, policy: SlotPolicy) -> str | None:
 
 
 def check_host_settings(body: Body, policy: SlotPolicy) -> str | None:
-    """A cgroup parent would move the container out of Docker's own cgroup tree."""
-    if _host_config(body).get("CgroupParent"):
+    """A cgroup parent would move the container out of Docker's own cgroup tree; a log driver
+    other than a local one would make the daemon connect where the job says."""
+    host = _host_config(body)
+    if host.get("CgroupParent"):
         return "HostConfig.CgroupParent is refused"
+    logs = host.get("LogConfig")
+    driver = str(logs.get("Type") or "") if isinstance(logs, Mapping) else ""
+    if driver not in LOG_DRIVERS:
+        return (f"HostConfig.LogConfig.Type {driver!r} is refused: local log drivers only"
+                f" ({', '.join(LOG_DRIVERS[1:])})")
     return None
 
 

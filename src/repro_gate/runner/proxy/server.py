@@ -1,11 +1,13 @@
 """The per-slot Docker API proxy: a Unix socket in front of the daemon's, enforcing the slot.
 
-Each runner container gets its slot's proxy socket as /var/run/docker.sock. The proxy speaks
-just enough HTTP/1.1 to see each request of a keep-alive connection: the request line decides
-(routes.py), create-like bodies are read whole and checked (policy.py), everything else
-is streamed both ways as it comes (chunked logs, wait, events). A 101 answer (attach and exec
-with `Upgrade: tcp`), or a response without framing, switches the connection to a raw relay of
-bytes in both directions that is never parsed. docs/runner-proxy.md lists what passes.
+Each runner container gets its slot's proxy socket as /var/run/docker.sock. Every request is
+parsed strictly (framing.py), routed (routes.py), its JSON body rebuilt from an allow-list
+(bodies.py) and checked (policy.py), and its containers must be the slot's (ownership.py).
+Then the proxy opens one connection to the daemon for that request alone and writes the request
+itself: its own head, its own body. Only a data stream (an image tar) is copied, in the
+proxy's own framing. The answer is copied back; after a 101 answer to a validated attach or
+exec start (or its unframed hijack), the connection becomes a raw relay both ways.
+docs/runner-proxy.md lists what passes.
 """
 
 from __future__ import annotations
@@ -15,54 +17,66 @@ import contextlib
 import json
 import logging
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
+from repro_gate.runner.proxy.bodies import BodyRefused, decode, rebuilt
 from repro_gate.runner.proxy.framing import (
     CHUNK_BYTES,
+    MAX_HEAD_BYTES,
     NO_BODY_STATUSES,
     Head,
     Refused,
-    copy_body,
+    Request,
+    bad,
+    copy_response_body,
+    copy_stream_body,
     read_body,
-    read_head,
+    read_request,
+    read_response_body,
+    read_response_head,
     refusal,
+    request_head,
 )
 from repro_gate.runner.proxy.ownership import (
+    Owned,
     is_owned,
     labelled,
+    narrowed_network,
     referenced_containers,
     scoped,
     with_slot_socket,
 )
-from repro_gate.runner.proxy.policy import SlotPolicy
-from repro_gate.runner.proxy.routes import Decision, Handling, Routed, route
+from repro_gate.runner.proxy.policy import SlotPolicy, check_name
+from repro_gate.runner.proxy.routes import FULL_ID, Decision, Handling, Records, Routed, route
 
 LOG = logging.getLogger(__name__)
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a create body is a few KiB; more is not a container config
-MAX_HEAD_BYTES = 64 * 1024
 # Reachable by the runner container's user; keep the socket in a directory only the service
 # can enter, so no other user of the host reaches it (the bind mount skips that directory).
 SOCKET_MODE = 0o666
+REGISTRY_AUTH = re.compile(r"^[A-Za-z0-9+/=_-]{0,16384}$")
 
 
 class Connection:
-    """One client connection: its requests in turn, each checked, over one upstream connection."""
+    """One client connection: its requests in turn, each checked, each on its own upstream
+    connection, which the proxy writes."""
 
     def __init__(
         self,
         policy: SlotPolicy,
         upstream_path: Path,
+        owned: Owned,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> None:
         self.policy = policy
         self.upstream_path = upstream_path
+        self.owned = owned
         self.reader = reader
         self.writer = writer
-        self.upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
     async def run(self) -> None:
         """Serve requests until either side closes; always close both."""
@@ -79,154 +93,255 @@ class Connection:
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass  # a side went away mid-exchange: nothing to answer
         finally:
-            await self._close()
+            await _close(self.writer)
 
     async def _one(self, prefix: bytes) -> bytes | None:
         """One exchange; the bytes of the next request already read, or None to close."""
-        head = await read_head(self.reader, prefix)
-        if head is None:
+        request = await read_request(self.reader, prefix)
+        if request is None:
             return None
-        method, target = _request_line(head)
-        routed = route(method, target)
-        body, document = None, None
-        if routed.decision.handling is not Handling.PASS:
-            body, document = await self._checked_body(head, routed.decision)
+        routed = route(request.method, request.target)
+        decision = routed.decision
+        if decision.handling is Handling.REFUSE:
+            # Its body is read and dropped, so the connection carries on; too large ends it.
+            await read_body(self.reader, request, MAX_BODY_BYTES)
+            raise Refused(403, decision.reason)
+        for name in routed.names:
+            if reason := check_name(name, self.policy):
+                await read_body(self.reader, request, MAX_BODY_BYTES)
+                raise Refused(403, reason)
+        if decision.handling is Handling.PASS and request.has_body:
+            raise bad(f"{request.method} {routed.target.split('?')[0]} takes no body")
+        document: dict[str, Any] = {}
+        body: bytes | None = None
+        if decision.handling is Handling.JSON:
+            document, body = await self._rebuilt_body(request, decision)
+        await self._authorise(routed, document, request)
+        head = self._head(request, routed, body)
+        upstream_reader, upstream_writer = await _connect(self.upstream_path)
         try:
-            await self._authorise(routed, document or {})
-        except Refused as refused:
-            # A streamed body not yet read would be taken for the next request: hang up.
-            unread = body is None and (head.chunked or bool(head.length))
-            raise Refused(refused.status, refused.message, close=unread) from None
-        if routed.decision.labels and document is not None:
-            create = with_slot_socket(labelled(document, self.policy), self.policy)
-            body = json.dumps(create).encode()
-        if routed.decision.scoped:
+            upstream_writer.write(head + (body or b""))
+            if decision.handling is Handling.STREAM:
+                await copy_stream_body(self.reader, upstream_writer, request)
+            await upstream_writer.drain()
+            return await self._answer(request, routed, upstream_reader, upstream_writer)
+        finally:
+            await _close(upstream_writer)
+
+    async def _rebuilt_body(
+        self, request: Request, decision: Decision
+    ) -> tuple[dict[str, Any], bytes | None]:
+        """The body as the proxy will send it, or a 403 (the body is read, the connection
+        carries on)."""
+        raw = await read_body(self.reader, request, MAX_BODY_BYTES)
+        if not raw and not decision.labels:
+            return {}, None
+        assert decision.schema is not None
+        try:
+            document = rebuilt(decode(raw), decision.schema)
+        except BodyRefused as refused:
+            status = 400 if str(refused).startswith("malformed JSON") else 403
+            raise Refused(status, str(refused)) from None
+        if decision.check is not None and (reason := decision.check(document, self.policy)):
+            raise Refused(403, reason)
+        if decision.labels:
+            document = with_slot_socket(labelled(document, self.policy), self.policy)
+        return document, json.dumps(document).encode()
+
+    def _head(self, request: Request, routed: Routed, body: bytes | None) -> bytes:
+        """The request head the proxy writes: nothing of the client's head but what it allows."""
+        decision = routed.decision
+        target = routed.target
+        if decision.scoped:
             try:
-                head = replace(head, start=f"{method} {scoped(target, self.policy)} HTTP/1.1")
+                target = scoped(target, self.policy)
             except (ValueError, AttributeError, TypeError):
                 raise Refused(400, "malformed filters in the query") from None
-        upstream_reader, upstream_writer = await self._upstream()
-        if body is None:
-            upstream_writer.write(head.encode())
-            await copy_body(self.reader, upstream_writer, head)
-        else:
-            upstream_writer.write(head.encode(len(body)) + body)
-        await upstream_writer.drain()
-        response = await read_head(upstream_reader)
-        if response is None:
-            raise ConnectionError("the daemon closed the connection")
-        self.writer.write(response.encode())
-        return await self._respond(method, head, response)
+        headers: list[tuple[str, str]] = []
+        if body is not None:
+            headers += [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+        elif decision.handling is Handling.STREAM:
+            headers.append(("Content-Type", "application/x-tar"))
+            headers.append(("Transfer-Encoding", "chunked") if request.chunked
+                           else ("Content-Length", str(request.length)))
+        auth = request.head.header("X-Registry-Auth")
+        if auth is not None:
+            if not REGISTRY_AUTH.match(auth):
+                raise bad("malformed X-Registry-Auth header")
+            headers.append(("X-Registry-Auth", auth))
+        if decision.hijack and (request.head.header("Upgrade") or "").lower() == "tcp":
+            headers += [("Connection", "Upgrade"), ("Upgrade", "tcp")]
+        return request_head(request.method, target, headers)
 
-    async def _checked_body(self, head: Head, decision: Decision) -> tuple[bytes, dict[str, Any]]:
-        if decision.handling is Handling.REFUSE:
-            # Its body (a plugin's, a service's) is read and dropped, so that the client is
-            # not cut off mid-send and the connection carries on; one too large ends it.
-            await read_body(self.reader, head, MAX_BODY_BYTES)
-            raise Refused(403, decision.reason)
-        body = await read_body(self.reader, head, MAX_BODY_BYTES)
-        try:
-            document = json.loads(body or b"{}")
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise Refused(400, f"malformed JSON body: {error}") from None
-        if not isinstance(document, dict):
-            raise Refused(400, "the JSON body must be an object")
-        assert decision.check is not None
-        if reason := decision.check(document, self.policy):
-            raise Refused(403, reason)
-        return body, document
-
-    async def _authorise(self, routed: Routed, document: dict[str, Any]) -> None:
+    async def _authorise(self, routed: Routed, document: dict[str, Any],
+                         request: Request) -> None:
         """Refuse a request naming a container (or an exec) that is not the slot's."""
+        if routed.exec_id is not None and routed.exec_id not in self.owned.execs:
+            raise self._unread(routed, request, Refused(
+                403, f"exec {routed.exec_id!r} is not one of this slot's"))
         names = [routed.container] if routed.container else []
-        if routed.exec_id:
-            found = await self._inspect(f"/exec/{quote(routed.exec_id, safe='')}/json")
-            names += [str(found["ContainerID"])] if found else []
         for name in [*names, *referenced_containers(document)]:
-            container = await self._inspect(f"/containers/{quote(name, safe='')}/json")
-            # An unknown name passes: the daemon answers its own 404.
-            if container is not None and not is_owned(container, self.policy):
-                raise Refused(403, f"container {name!r} is not one of this slot's")
+            if name in self.owned.containers:
+                continue
+            if not FULL_ID.match(name):
+                raise Refused(403, f"containers are addressed by their full 64-hex ID here,"
+                                   f" not {name[:70]!r}: use the ID the create answered")
+            container = await self._inspect(name)
+            if container is None:
+                raise self._unread(routed, request, Refused(404, f"no such container: {name}"))
+            if not is_owned(container, name, self.policy):
+                raise self._unread(routed, request, Refused(
+                    403, f"container {name!r} is not one of this slot's"))
+            self.owned.containers.add(name)
 
-    async def _inspect(self, path: str) -> dict[str, Any] | None:
-        """The daemon's JSON for `path` on a connection of its own; None when not found."""
+    @staticmethod
+    def _unread(routed: Routed, request: Request, refused: Refused) -> Refused:
+        """A refusal before a streamed body was read: the connection must end."""
+        if request.has_body and routed.decision.handling is Handling.STREAM:
+            return Refused(refused.status, refused.message, close=True)
+        return refused
+
+    async def _inspect(self, container: str) -> dict[str, Any] | None:
+        """The daemon's inspect of exactly this container ID, None when there is none."""
         reader, writer = await _connect(self.upstream_path)
         try:
-            writer.write(f"GET {path} HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n"
-                         .encode())
+            writer.write(request_head("GET", f"/containers/{container}/json", []))
             await writer.drain()
-            head = await read_head(reader)
-            if head is None:
-                raise ConnectionError("the daemon closed the connection")
-            status = int(head.start.split(" ", 2)[1])
-            body = await read_body(reader, head, MAX_BODY_BYTES)
+            head = await read_response_head(reader)
+            body = await read_response_body(reader, head, MAX_BODY_BYTES)
         finally:
             await _close(writer)
-        if status == 404:
+        if head.status == 404:
             return None
-        if status != 200:
-            raise Refused(502, f"cannot check who owns {path}: the daemon answered {status}")
-        return dict(json.loads(body))
+        if head.status != 200:
+            raise Refused(502, f"cannot check who owns container {container}: the daemon"
+                               f" answered {head.status}")
+        found = json.loads(body)
+        return found if isinstance(found, dict) else None
 
-    async def _respond(self, method: str, request: Head, response: Head) -> bytes | None:
-        status = int(response.start.split(" ", 2)[1])
-        if status == 101 or _unframed(method, status, response):
-            await self.writer.drain()
-            await self._relay()
-            return None
-        if method == "HEAD" or status in NO_BODY_STATUSES or 100 <= status < 200:
-            await self.writer.drain()
-            prefix: bytes | None = b""
-        else:
-            prefix = await self._stream_response(response)
-        if response.closes:
-            await self._close_upstream()
-        return None if request.closes else prefix
-
-    async def _stream_response(self, response: Head) -> bytes | None:
-        """Copy the response body while watching the client: if it leaves, stop at once."""
-        upstream_reader, _ = await self._upstream()
-        copy = asyncio.ensure_future(copy_body(upstream_reader, self.writer, response))
+    async def _answer(self, request: Request, routed: Routed, upstream: asyncio.StreamReader,
+                      upstream_writer: asyncio.StreamWriter) -> bytes | None:
+        """Copy the daemon's answer; the next request's first bytes, or None to close."""
+        decision = routed.decision
         watch = asyncio.ensure_future(self.reader.read(1))
         try:
-            await asyncio.wait({copy, watch}, return_when=asyncio.FIRST_COMPLETED)
-            if watch.done() and not watch.result():
-                return None  # the client closed while a wait or a log stream was open
-            await copy
-            # A client that sent its next request early: its first byte is kept.
-            return watch.result() if watch.done() else b""
+            finished, response = await _while_watching(read_response_head(upstream), watch,
+                                                       eof_ends=False)
+            if not finished or _sent(watch):
+                raise bad("pipelined requests are refused: wait for each answer")
+            client_closed = watch.done()  # its side only: it still gets the answer
+            status = response.status
+            if decision.hijack and (status == 101 or _unframed(request, response)):
+                self.writer.write(response.encode())
+                await self.writer.drain()
+                early = await _stop(watch)  # sent after the 101: the stream's first bytes
+                await _relay(upstream, upstream_writer, self.reader, self.writer, early or b"")
+                return None
+            if 100 <= status < 200:
+                raise ConnectionError(f"the daemon answered {status}")
+            if _bodiless(request, response):
+                self.writer.write(response.encode())
+            elif (decision.records is not Records.NOTHING or decision.narrowed) and (
+                    status in (200, 201)):
+                body = await read_response_body(upstream, response, MAX_BODY_BYTES)
+                body = self._recorded(decision, body)
+                self.writer.write(_with_length(response, len(body)) + body)
+            else:
+                self.writer.write(response.encode())
+                copy = copy_response_body(upstream, self.writer, response)
+                if client_closed:
+                    await copy
+                    return None
+                finished, _ = await _while_watching(copy, watch)
+                if not finished or _unframed(request, response):
+                    return None  # the client sent early or left; or the body ran to the end
+            await self.writer.drain()
+            following = await _stop(watch)  # sent once the whole answer was written
+            if following is not None:
+                return following or None
+            return None if request.head.closes else b""
         finally:
-            for task in (copy, watch):
-                task.cancel()
-            await asyncio.gather(copy, watch, return_exceptions=True)
+            await _stop(watch)
 
-    async def _relay(self) -> None:
-        """Bytes both ways until the daemon ends (attach, exec): a half-close is passed on."""
-        upstream_reader, upstream_writer = await self._upstream()
-        down = asyncio.ensure_future(_pump(upstream_reader, self.writer))
-        up = asyncio.ensure_future(_pump(self.reader, upstream_writer))
-        try:
-            done, _ = await asyncio.wait({down, up}, return_when=asyncio.FIRST_COMPLETED)
-            if up in done and up.exception() is None:
-                await down  # the client closed its input (stdin EOF): output still comes
-        finally:
-            for task in (down, up):
-                task.cancel()
-            await asyncio.gather(down, up, return_exceptions=True)
+    def _recorded(self, decision: Decision, body: bytes) -> bytes:
+        """Note what the answer created; narrow a network inspect to the slot's containers."""
+        if decision.narrowed:
+            return narrowed_network(body, self.owned)
+        with contextlib.suppress(UnicodeDecodeError, json.JSONDecodeError, AttributeError,
+                                 TypeError):
+            created = str(json.loads(body).get("Id") or "")
+            if FULL_ID.match(created):
+                chosen = (self.owned.containers if decision.records is Records.CONTAINER
+                          else self.owned.execs)
+                chosen.add(created)
+        return body
 
-    async def _upstream(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        if self.upstream is None:
-            self.upstream = await _connect(self.upstream_path)
-        return self.upstream
 
-    async def _close_upstream(self) -> None:
-        if self.upstream is not None:
-            await _close(self.upstream[1])
-            self.upstream = None
+async def _while_watching(work: Any, watch: asyncio.Future[bytes],
+                          eof_ends: bool = True) -> tuple[bool, Any]:
+    """Run `work` unless the client sends first, or leaves (with `eof_ends`; otherwise a
+    client that closed its side still gets the answer): (whether it finished, its result)."""
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+        if not task.done() and not eof_ends and not _sent(watch):
+            await asyncio.wait({task})
+        if not task.done():
+            return False, None
+        return True, await task
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
-    async def _close(self) -> None:
-        await self._close_upstream()
-        await _close(self.writer)
+
+def _sent(watch: asyncio.Future[bytes]) -> bool:
+    """Whether the client sent a byte (not merely closed its side)."""
+    return (watch.done() and not watch.cancelled() and watch.exception() is None
+            and bool(watch.result()))
+
+
+async def _stop(watch: asyncio.Future[bytes]) -> bytes | None:
+    """Stop watching the client; what it sent meanwhile, if anything."""
+    if not watch.done():
+        watch.cancel()
+        await asyncio.gather(watch, return_exceptions=True)
+    if watch.cancelled() or watch.exception() is not None:
+        return None
+    return watch.result()
+
+
+def _bodiless(request: Request, response: Head) -> bool:
+    return request.method == "HEAD" or response.status in NO_BODY_STATUSES
+
+
+def _unframed(request: Request, response: Head) -> bool:
+    """A body that lasts until the connection closes (a hijacked stream answered 200)."""
+    return (not _bodiless(request, response) and not response.chunked
+            and response.header("Content-Length") is None)
+
+
+def _with_length(response: Head, length: int) -> bytes:
+    framing = ("content-length", "transfer-encoding")
+    headers = [(k, v) for k, v in response.headers if k.lower() not in framing]
+    return replace(response, headers=(*headers, ("Content-Length", str(length)))).encode()
+
+
+async def _relay(upstream: asyncio.StreamReader, upstream_writer: asyncio.StreamWriter,
+                 reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 early: bytes) -> None:
+    """Bytes both ways until the daemon ends (attach, exec): a half-close is passed on."""
+    if early:
+        upstream_writer.write(early)
+    down = asyncio.ensure_future(_pump(upstream, writer))
+    up = asyncio.ensure_future(_pump(reader, upstream_writer))
+    try:
+        done, _ = await asyncio.wait({down, up}, return_when=asyncio.FIRST_COMPLETED)
+        if up in done and up.exception() is None:
+            await down  # the client closed its input (stdin EOF): output still comes
+    finally:
+        for task in (down, up):
+            task.cancel()
+        await asyncio.gather(down, up, return_exceptions=True)
 
 
 async def _connect(path: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -235,20 +350,6 @@ async def _connect(path: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWrit
     except OSError as error:  # the daemon is down or restarting: say so, as a daemon would
         message = f"cannot reach the Docker daemon at {path}: {error.strerror or error}"
         raise Refused(502, message, close=True) from None
-
-
-def _request_line(head: Head) -> tuple[str, str]:
-    parts = head.start.split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise Refused(400, f"malformed request line {head.start[:60]!r}", close=True)
-    return parts[0], parts[1]
-
-
-def _unframed(method: str, status: int, response: Head) -> bool:
-    """A body that lasts until the connection closes (a hijacked stream answered 200)."""
-    if method == "HEAD" or status in NO_BODY_STATUSES or status < 200:
-        return False
-    return not response.chunked and response.header("Content-Length") is None
 
 
 async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -273,13 +374,14 @@ async def serve(policy: SlotPolicy, listen_path: Path, upstream_path: Path) -> N
                      proxy_socket=Path(os.path.abspath(listen_path)))  # the daemon's view
     listen_path.unlink(missing_ok=True)
     connections: set[asyncio.Task[None]] = set()
+    owned = Owned()  # what this slot's requests created, shared by its connections
 
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         connections.add(task)
         try:
-            await Connection(policy, upstream_path, reader, writer).run()
+            await Connection(policy, upstream_path, owned, reader, writer).run()
         except asyncio.CancelledError:
             pass  # the proxy is shutting down; asyncio would log a cancelled handler as an error
         finally:

@@ -30,7 +30,8 @@ from repro_gate.runner.audit_canaries import CANARY_FILE, Canaries, Loopback
 from repro_gate.runner.audit_engine import Blocked, Engine, Finding, Outcome, exchange
 
 OUTPUT = "/tmp/repro-gate-audit.out"  # in the container: a command's output, read back
-RACE_TRIES = 7
+RACE_TRIES = 16  # the rename goes first, then the inspect 0, 1, 2 … 15 ms later
+RACE_STEP_SECONDS = 0.001
 NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
 CAP_SYS_ADMIN = 21
 HOST_ROOT_MAP = re.compile(r"^\s*0\s+0\s+4294967295\s*$", re.MULTILINE)
@@ -321,7 +322,7 @@ def id_prefix_rename_race(ctx: Context) -> Finding:
         rename = threading.Thread(target=ctx.engine.request, args=(
             "POST", f"/containers/{ours}/rename?name={ctx.name('renamed')}"))
         rename.start()
-        time.sleep(0.01 * attempt)
+        time.sleep(RACE_STEP_SECONDS * attempt)
         answer = ctx.engine.request("GET", f"/containers/{prefix}/json")
         rename.join()
         ctx.engine.request("DELETE", f"/containers/{ours}?force=1")

@@ -5,6 +5,7 @@ for real: a canary's secret read back through the container archive endpoint (wh
 created container's binds and volumes as a start would), a command's output in a finished
 container, the loopback server's record, or another slot's container in an answer. An attempt
 returns its Finding, or raises Blocked when the filter or the engine refused a step on the way.
+Every host path is asked for read-only: an attempt that gets out reads, it never writes.
 docs/runner-threat-model.md ("What runner audit tries") describes each one.
 """
 
@@ -34,6 +35,7 @@ RACE_TRIES = 16  # the rename goes first, then the inspect 0, 1, 2 … 15 ms lat
 RACE_STEP_SECONDS = 0.001
 NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
 CAP_SYS_ADMIN = 21
+LF, CRLF = "\n", "\r\n"
 HOST_ROOT_MAP = re.compile(r"^\s*0\s+0\s+4294967295\s*$", re.MULTILINE)
 
 
@@ -176,7 +178,7 @@ def bare_lf_smuggling(ctx: Context) -> Finding:
     """A header value ending in a bare-LF blank line, then a second request."""
     token = ctx.name("bare-lf")
     data = (f"GET /_ping HTTP/1.1\r\nHost: docker\r\nX-Audit: 1\n\n"
-            f"{_import_request(ctx, token, chr(10))}\r\n\r\n").encode()
+            f"{_import_request(ctx, token, LF)}\r\n\r\n").encode()
     return _framing(ctx, token, exchange(ctx.target.endpoint, [data]), 2)
 
 
@@ -190,7 +192,7 @@ def expect_then_head(ctx: Context) -> Finding:
          f"Content-Type: application/json\r\nExpect: 100-continue\r\n"
          f"Content-Length: {len(body)}\r\n\r\n{body}").encode(),
         b"HEAD /_ping HTTP/1.1\r\nHost: docker\r\n\r\n",
-        f"{_import_request(ctx, token, chr(13) + chr(10))}\r\n".encode(),
+        f"{_import_request(ctx, token, CRLF)}\r\n".encode(),
     ]
     return _framing(ctx, token, exchange(ctx.target.endpoint, parts), 3)
 
@@ -199,20 +201,21 @@ def expect_then_head(ctx: Context) -> Finding:
 
 
 def tmpfs_bind_volume(ctx: Context) -> Finding:
-    volume = _volume(ctx, {"type": "tmpfs", "o": "bind",
+    volume = _volume(ctx, {"type": "tmpfs", "o": "bind,ro",
                            "device": str(ctx.canaries.host_folder)})
-    return _read_mount(ctx, {"Binds": [f"{volume}:/v"]}, f"/v/{CANARY_FILE}")
+    return _read_mount(ctx, {"Binds": [f"{volume}:/v:ro"]}, f"/v/{CANARY_FILE}")
 
 
 def tmpfs_rbind_root(ctx: Context) -> Finding:
-    volume = _volume(ctx, {"type": "tmpfs", "o": "rbind", "device": "/"})
-    return _read_mount(ctx, {"Binds": [f"{volume}:/v"]},
+    volume = _volume(ctx, {"type": "tmpfs", "o": "rbind,ro", "device": "/"})
+    return _read_mount(ctx, {"Binds": [f"{volume}:/v:ro"]},
                        _inside("/v", ctx.canaries.host_file))
 
 
 def none_bind_volume(ctx: Context) -> Finding:
-    volume = _volume(ctx, {"type": "none", "o": "bind", "device": str(ctx.canaries.host_folder)})
-    return _read_mount(ctx, {"Binds": [f"{volume}:/v"]}, f"/v/{CANARY_FILE}")
+    volume = _volume(ctx, {"type": "none", "o": "bind,ro",
+                           "device": str(ctx.canaries.host_folder)})
+    return _read_mount(ctx, {"Binds": [f"{volume}:/v:ro"]}, f"/v/{CANARY_FILE}")
 
 
 def repeated_driver_opts(ctx: Context) -> Finding:
@@ -220,17 +223,17 @@ def repeated_driver_opts(ctx: Context) -> Finding:
     name = ctx.name("volume")
     folder = json.dumps(str(ctx.canaries.host_folder))
     raw = (f'{{"Name": "{name}", "Driver": "local", "DriverOpts": {{"type": "tmpfs", '
-           f'"device": "tmpfs", "o": "size=1m", "o": "bind", "device": {folder}}}}}')
+           f'"device": "tmpfs", "o": "size=1m", "o": "bind,ro", "device": {folder}}}}}')
     ctx.engine.create_volume(name, raw.encode())
-    return _read_mount(ctx, {"Binds": [f"{name}:/v"]}, f"/v/{CANARY_FILE}")
+    return _read_mount(ctx, {"Binds": [f"{name}:/v:ro"]}, f"/v/{CANARY_FILE}")
 
 
 def volume_in_create_body(ctx: Context) -> Finding:
     """A mount of a new volume whose driver options (in the create body) bind the canary."""
     name = ctx.name("volume")
     ctx.engine.volumes.append(name)
-    options = {"type": "none", "o": "bind", "device": str(ctx.canaries.host_folder)}
-    mount = {"Type": "volume", "Source": name, "Target": "/v",
+    options = {"type": "none", "o": "bind,ro", "device": str(ctx.canaries.host_folder)}
+    mount = {"Type": "volume", "Source": name, "Target": "/v", "ReadOnly": True,
              "VolumeOptions": {"DriverConfig": {"Name": "local", "Options": options}}}
     return _read_mount(ctx, {"Mounts": [mount]}, f"/v/{CANARY_FILE}")
 
@@ -247,7 +250,8 @@ def _swap_for_symlink(folder: Path, target: Path) -> None:
 def bind_then_symlink(ctx: Context) -> Finding:
     folder = ctx.scratch / ctx.name("swap")
     folder.mkdir()
-    container = ctx.engine.create(ctx.name("swap"), _body(ctx, {"Binds": [f"{folder}:/probe"]}))
+    body = _body(ctx, {"Binds": [f"{folder}:/probe:ro"]})
+    container = ctx.engine.create(ctx.name("swap"), body)
     _swap_for_symlink(folder, ctx.canaries.host_folder)
     return _seen(ctx, ctx.engine.archive(container, f"/probe/{CANARY_FILE}"), "after the swap")
 
@@ -255,8 +259,9 @@ def bind_then_symlink(ctx: Context) -> Finding:
 def volume_then_symlink(ctx: Context) -> Finding:
     folder = ctx.scratch / ctx.name("swap")
     folder.mkdir()
-    volume = _volume(ctx, {"type": "none", "o": "bind", "device": str(folder)})
-    container = ctx.engine.create(ctx.name("swap"), _body(ctx, {"Binds": [f"{volume}:/v"]}))
+    volume = _volume(ctx, {"type": "none", "o": "bind,ro", "device": str(folder)})
+    body = _body(ctx, {"Binds": [f"{volume}:/v:ro"]})
+    container = ctx.engine.create(ctx.name("swap"), body)
     _swap_for_symlink(folder, Path("/"))
     path = _inside("/v", ctx.canaries.host_file)
     return _seen(ctx, ctx.engine.archive(container, path), "after the swap")
@@ -335,7 +340,7 @@ def id_prefix_rename_race(ctx: Context) -> Finding:
 def other_work_folder(ctx: Context) -> Finding:
     canary = ctx.canaries.other.file
     assert canary is not None
-    return _read_mount(ctx, {"Binds": [f"{canary.parent}:/probe"]}, f"/probe/{canary.name}")
+    return _read_mount(ctx, {"Binds": [f"{canary.parent}:/probe:ro"]}, f"/probe/{canary.name}")
 
 
 # -- leaks ----------------------------------------------------------------------------------
@@ -410,11 +415,11 @@ def mount_host_root(ctx: Context) -> Finding:
 
 
 def bind_host_tmp(ctx: Context) -> Finding:
-    return _read_mount(ctx, {"Binds": ["/tmp:/t"]}, f"/t/{ctx.canaries.tmp_file.name}")
+    return _read_mount(ctx, {"Binds": ["/tmp:/t:ro"]}, f"/t/{ctx.canaries.tmp_file.name}")
 
 
 def bind_canary_folder(ctx: Context) -> Finding:
-    return _read_mount(ctx, {"Binds": [f"{ctx.canaries.host_folder}:/probe"]},
+    return _read_mount(ctx, {"Binds": [f"{ctx.canaries.host_folder}:/probe:ro"]},
                        f"/probe/{CANARY_FILE}")
 
 

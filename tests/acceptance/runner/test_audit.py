@@ -22,13 +22,16 @@ from repro_gate.runner.audit import (
     Outcome,
     run_audit,
 )
-from repro_gate.runner.audit_attempts import ATTEMPTS
+from repro_gate.runner.audit.table import ATTEMPTS
 from repro_gate.runner.proxy.policy import SlotPolicy
 
 pytestmark = pytest.mark.docker
 SLOT_GPU = "GPU-11111111-2222-3333-4444-555555555555"
 OTHER_GPU = "GPU-99999999-8888-7777-6666-555555555555"
 PREFIX = "repro-gate-audit-"
+# The daemon the `docker_client` fixture uses (docker.from_env): DOCKER_HOST or the default.
+DAEMON_SOCKET = Path(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+                     .removeprefix("unix://"))
 
 # What an engine with no filter and no kernel boundary gives away: every class of the issue.
 # (Privileged is left out: the confinement of the machines the tests run on refuses it.)
@@ -154,16 +157,22 @@ def test_through_the_proxy_refusals_are_told_from_escapes(
     assert_cleaned(gpu_dockerd.client, folders)
 
 
-def test_with_one_slot_the_other_slot_attempts_are_not_run(
-    gpu_dockerd: GpuDockerd, engine_image: str, folders: dict[str, Path]
+def test_with_one_slot_on_an_engine_without_gpus(
+    docker_client: docker.DockerClient, python_image: PinnedImage, folders: dict[str, Path]
 ) -> None:
-    report = run_audit(target_on(gpu_dockerd.socket, None, engine_image, folders),
-                       folders["canaries"])
+    """One slot, on the shared daemon, which has no NVIDIA driver: the other-slot attempts are
+    not run, and a GPU request is the engine's refusal, told apart from the filter's."""
+    target = target_on(DAEMON_SOCKET, None, python_image.tag, folders)
 
-    skipped = {row.attempt for row in report.rows if row.outcome is Outcome.NOT_RUN}
-    assert skipped >= {a.name for a in ATTEMPTS if a.needs_other_slot}
-    assert outcomes(report)["bind /"] is Outcome.ESCAPED
-    assert_cleaned(gpu_dockerd.client, folders)
+    report = run_audit(target, folders["canaries"])
+
+    found = outcomes(report)
+    assert {row.attempt for row in report.rows if row.outcome is Outcome.NOT_RUN} >= {
+        a.name for a in ATTEMPTS if a.needs_other_slot}
+    assert found["DeviceRequests Count -1"] is Outcome.STOPPED_BY_ENGINE, report.render()
+    assert 'could not select device driver "nvidia"' in report.render()
+    assert found["bind /"] is Outcome.ESCAPED
+    assert_cleaned(docker_client, folders)
 
 
 def test_an_endpoint_that_does_not_answer_is_one_error(folders: dict[str, Path]) -> None:

@@ -1,9 +1,7 @@
-"""`runner audit`: the project's own escape attempts against a live slot endpoint.
-
-`run_audit(target, canary_root)` plants canaries (audit_canaries.py), runs every attempt of
-audit_attempts.ATTEMPTS through the slot's endpoint, removes whatever it created and returns
-an `AuditReport`: one row per attempt, saying whether the filter refused it, the engine
-stopped it, it had no effect, or it escaped. docs/runner-threat-model.md lists the attempts.
+"""`run_audit(target, canary_root)`: plant the canaries (canaries.py), run every attempt of
+table.ATTEMPTS through the slot's endpoint, remove whatever was created, and return an
+`AuditReport`: one row per attempt, saying whether the filter refused it, the engine stopped
+it, it had no effect, or it escaped; `render()` is the table the command prints.
 """
 
 from __future__ import annotations
@@ -15,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repro_gate.errors import ErrorKind, GateError
-from repro_gate.runner.audit_attempts import ATTEMPTS, Attempt, AuditTarget, Context
-from repro_gate.runner.audit_canaries import Loopback, planted
-from repro_gate.runner.audit_engine import Blocked, Engine, Finding, Outcome
-
-__all__ = ["AuditReport", "AuditRow", "AuditTarget", "Outcome", "run_audit"]
+from repro_gate.runner.audit.canaries import Loopback, planted
+from repro_gate.runner.audit.engine import Blocked, Engine, Finding, Outcome
+from repro_gate.runner.audit.steps import Attempt, AuditTarget, Context
+from repro_gate.runner.audit.table import ATTEMPTS
 
 NAME_PREFIX = "repro-gate-audit-"
 COLUMNS = ("class", "attempt", "outcome", "detail")

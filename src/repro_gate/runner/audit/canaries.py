@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from repro_gate.errors import ErrorKind, GateError
-from repro_gate.runner.audit_engine import Blocked, Engine
+from repro_gate.runner.audit.engine import Blocked, Engine
 from repro_gate.runner.containers import runner_labels
 
 CANARY_FILE = "canary"

@@ -15,10 +15,11 @@ NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
 CAP_SYS_ADMIN = 21
 HOST_ROOT_MAP = re.compile(r"^\s*0\s+0\s+4294967295\s*$", re.MULTILINE)
 
+
 def privileged(ctx: Context) -> Finding:
     """Privileged: the host's root with every capability, or only a user namespace's."""
     output = run_output(ctx, {"Privileged": True},
-                         f"{cat('/proc/self/uid_map')}; {cat('/proc/self/status')}")
+                        f"{cat('/proc/self/uid_map')}; {cat('/proc/self/status')}")
     text = output.decode("utf-8", "replace")
     found = re.search(r"^CapEff:\s*([0-9a-f]+)", text, re.MULTILINE)
     admin = bool(found and int(found.group(1), 16) >> CAP_SYS_ADMIN & 1)

@@ -13,6 +13,7 @@ from repro_gate.runner.audit.steps import Context
 
 LF, CRLF = "\n", "\r\n"
 
+
 def _import_request(ctx: Context, token: str, newline: str) -> str:
     """A body-less request that makes the engine fetch the loopback URL for `token`."""
     url = quote(ctx.loopback.url(token), safe="")

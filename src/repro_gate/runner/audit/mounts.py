@@ -23,19 +23,19 @@ from repro_gate.runner.audit.steps import (
 
 def tmpfs_bind_volume(ctx: Context) -> Finding:
     volume = local_volume(ctx, {"type": "tmpfs", "o": "bind,ro",
-                           "device": str(ctx.canaries.host_folder)})
+                                "device": str(ctx.canaries.host_folder)})
     return read_mount(ctx, {"Binds": [f"{volume}:/v:ro"]}, f"/v/{CANARY_FILE}")
 
 
 def tmpfs_rbind_root(ctx: Context) -> Finding:
     volume = local_volume(ctx, {"type": "tmpfs", "o": "rbind,ro", "device": "/"})
     return read_mount(ctx, {"Binds": [f"{volume}:/v:ro"]},
-                       inside("/v", ctx.canaries.host_file))
+                      inside("/v", ctx.canaries.host_file))
 
 
 def none_bind_volume(ctx: Context) -> Finding:
     volume = local_volume(ctx, {"type": "none", "o": "bind,ro",
-                           "device": str(ctx.canaries.host_folder)})
+                                "device": str(ctx.canaries.host_folder)})
     return read_mount(ctx, {"Binds": [f"{volume}:/v:ro"]}, f"/v/{CANARY_FILE}")
 
 
@@ -100,4 +100,4 @@ def bind_host_tmp(ctx: Context) -> Finding:
 
 def bind_canary_folder(ctx: Context) -> Finding:
     return read_mount(ctx, {"Binds": [f"{ctx.canaries.host_folder}:/probe:ro"]},
-                       f"/probe/{CANARY_FILE}")
+                      f"/probe/{CANARY_FILE}")

@@ -29,10 +29,11 @@ from repro_gate.runner.audit.steps import (
 RACE_TRIES = 16  # the rename goes first, then the inspect 0, 1, 2 … 15 ms later
 RACE_STEP_SECONDS = 0.001
 
+
 def links_environment(ctx: Context) -> Finding:
     name = ctx.canaries.other.container_name
     output = run_output(ctx, {"NetworkMode": "default", "Links": [f"{name}:canary"]},
-                         "export -p")
+                        "export -p")
     return seen(ctx, output, "in the linked environment")
 
 

@@ -50,6 +50,7 @@ ESCAPES_UNFILTERED = [
     "NetworkMode container:<other>",
     "/build?networkmode=container:<other>",
     "ID-prefix name and rename race",
+    "VolumesFrom the other slot's container",
     "bind the other slot's work folder",
     "/build?cgroupparent=<outside the slot>",
     "list all containers",

@@ -3,9 +3,10 @@
 On the host: a root-only folder (0700) under the canary root holding a root-only file, and a
 root-only file in the host's /tmp. In another slot: a file in its work folder and a running
 container created through its endpoint, labelled as the service labels a runner, with the
-secret in its environment. Every secret is random; an attempt that brings one back escaped.
-`planted` removes all of it whatever happens. `Loopback` serves 127.0.0.1 and records which
-paths were asked for: a daemon that fetches it was made to reach the host's loopback.
+secret in its environment and the work folder bound, as a runner has it. Every secret is
+random; an attempt that brings one back escaped. `planted` removes all of it whatever
+happens. `Loopback` serves 127.0.0.1 and records which paths were asked for: a daemon that
+fetches it was made to reach the host's loopback.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def planted(canary_root: Path, prefix: str, image: str, other_endpoint: Path | N
         if other_file is not None:
             _write(other_file, f"{secret}-f")
         container = _canary_container(other_engine, f"{prefix}canary", image, secret,
-                                      other_gpu) if other_engine else None
+                                      other_gpu, other_work_folder) if other_engine else None
         name = f"{prefix}canary" if container else None
         yield Canaries(secret, folder, tmp_file, OtherSlot(other_file, container, name))
     finally:
@@ -100,19 +101,22 @@ def _write(path: Path, text: str) -> None:
 
 
 def _canary_container(engine: Engine, name: str, image: str, secret: str,
-                      other_gpu: str) -> str:
-    """A running container in the other slot with the secret in its environment: on the
-    engine's default network (where legacy links reach it), or on none where it has no such
-    network."""
+                      other_gpu: str, work_folder: Path | None) -> str:
+    """A running container in the other slot with the secret in its environment and the
+    slot's work folder bound at its own path, as a runner has it: on the engine's default
+    network (where legacy links reach it), or on none where it has no such network."""
     labels = dict(runner_labels(CANARY_SERVICE, other_gpu, 1))
     body = {"Image": image, "Cmd": CANARY_COMMAND, "OpenStdin": True,
             "Env": [f"CANARY={secret}-c"], "Labels": labels}
+    binds = [f"{work_folder}:{work_folder}:ro"] if work_folder else []
     try:
-        return _started(engine, name, {**body, "HostConfig": {"NetworkMode": "default"}})
+        return _started(engine, name, {**body, "HostConfig": {"NetworkMode": "default",
+                                                               "Binds": binds}})
     except Blocked:
         engine.remove_all()
     try:
-        return _started(engine, name, {**body, "HostConfig": {"NetworkMode": "none"}})
+        return _started(engine, name, {**body, "HostConfig": {"NetworkMode": "none",
+                                                               "Binds": binds}})
     except Blocked as blocked:
         raise GateError(f"runner audit: cannot start the canary container in the other slot "
                         f"({engine.endpoint}): {blocked.finding.detail}",

@@ -97,6 +97,14 @@ def id_prefix_rename_race(ctx: Context) -> Finding:
     return Finding(Outcome.NO_EFFECT, f"{RACE_TRIES} tries; the prefix never gave the other's")
 
 
+def volumes_from_other(ctx: Context) -> Finding:
+    """The other slot's container's mounts (its work folder) through VolumesFrom."""
+    canary = ctx.canaries.other.file
+    assert canary is not None
+    host = {"VolumesFrom": [f"{other_container(ctx)}:ro"]}
+    return read_mount(ctx, host, str(canary))
+
+
 def other_work_folder(ctx: Context) -> Finding:
     canary = ctx.canaries.other.file
     assert canary is not None

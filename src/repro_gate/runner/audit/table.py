@@ -32,6 +32,8 @@ ATTEMPTS: tuple[Attempt, ...] = (
             other_slots.build_in_other_network, OTHER),
     Attempt("other slots", "ID-prefix name and rename race",
             other_slots.id_prefix_rename_race, OTHER),
+    Attempt("other slots", "VolumesFrom the other slot's container",
+            other_slots.volumes_from_other, OTHER),
     Attempt("other slots", "bind the other slot's work folder",
             other_slots.other_work_folder, OTHER),
     Attempt("other slots", "/build?cgroupparent=<outside the slot>",

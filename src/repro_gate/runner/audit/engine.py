@@ -1,7 +1,8 @@
 """`runner audit`'s view of a Docker endpoint: raw HTTP on its Unix socket, and who answered.
 
 An answer carrying the engine's `Api-Version` header came from the engine; any other refusal
-(no answer at all, a 403, an answer without that header) came from the filter in front of it.
+(no answer at all, a 403, an answer without that header or in the proxy's words) came from the
+filter in front of it.
 Everything the audit creates on an endpoint is recorded here and removed by `remove_all`.
 """
 
@@ -24,6 +25,7 @@ REQUEST_SECONDS = 30.0
 WAIT_SECONDS = 30.0
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 ENGINE_HEADER = "Api-Version"
+FILTER_MESSAGE = "repro-gate docker proxy"  # how the per-slot proxy's refusals begin
 
 
 class Outcome(enum.Enum):
@@ -75,7 +77,8 @@ class Answer:
         """The refusal this (failed) answer stands for."""
         if self.status == 0:
             return Finding(Outcome.REFUSED_BY_FILTER, f"{step}: the endpoint closed, no answer")
-        if self.status == 403 or not self.from_engine:
+        if self.status == 403 or not self.from_engine or \
+                self.message().startswith(FILTER_MESSAGE):
             return Finding(Outcome.REFUSED_BY_FILTER, f"{step}: {self.status} {self.message()}")
         return Finding(Outcome.STOPPED_BY_ENGINE, f"{step}: {self.status} {self.message()}")
 

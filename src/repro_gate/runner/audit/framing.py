@@ -27,9 +27,10 @@ def _framing(ctx: Context, token: str, received: bytes, expected: int) -> Findin
         return Finding(Outcome.ESCAPED, "the smuggled request reached the engine and it "
                                         "fetched a URL on the host's loopback")
     finals = [s for s in re.findall(rb"HTTP/1\.[01] (\d{3})", received) if s[:1] != b"1"]
-    if not finals or b"api-version" not in received.lower():
-        first = finals[0].decode() if finals else "nothing"
-        return Finding(Outcome.REFUSED_BY_FILTER, f"the endpoint answered {first}")
+    if not finals:
+        return Finding(Outcome.REFUSED_BY_FILTER, "the endpoint hung up without an answer")
+    if b"api-version" not in received.lower():
+        return Finding(Outcome.REFUSED_BY_FILTER, f"the endpoint answered {finals[0].decode()}")
     if len(finals) >= expected:
         return Finding(Outcome.STOPPED_BY_ENGINE, "the engine answered the smuggled request; "
                                                   "it fetched nothing")

@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from repro_gate.errors import ErrorKind, GateError
+from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.runner.audit.canaries import Loopback, planted
 from repro_gate.runner.audit.engine import Blocked, Engine, Finding, Outcome
 from repro_gate.runner.audit.steps import Attempt, AuditTarget, Context
@@ -46,17 +46,23 @@ class AuditReport:
         """A plain text table, one row per attempt, then a one-line verdict."""
         cells = [COLUMNS, *((r.klass, r.attempt, r.outcome.value, r.detail) for r in self.rows)]
         widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS) - 1)]
-        lines = ["  ".join([*(c.ljust(w) for c, w in zip(row, widths, strict=False)),
-                            row[-1]]).rstrip() for row in cells]
+        lines = [_line(row, widths) for row in cells]
         escaped = sum(row.outcome is Outcome.ESCAPED for row in self.rows)
         verdict = f"{escaped} attempt(s) ESCAPED" if escaped else "nothing escaped"
         return "\n".join([*lines, "", f"{len(self.rows)} attempts: {verdict}"]) + "\n"
 
 
+def _line(cells: tuple[str, ...], widths: list[int]) -> str:
+    """The cells padded to their column's width; the last one (the detail) as it is."""
+    padded = [cell.ljust(width) for cell, width in zip(cells[:-1], widths, strict=True)]
+    return "  ".join([*padded, cells[-1]])
+
+
 def run_audit(target: AuditTarget, canary_root: Path) -> AuditReport:
     """Every attempt against `target.endpoint`, with canaries under `canary_root` (host) and in
     the other slot; everything planted or created is removed, whatever happens. GateError
-    (one line) when the endpoint does not answer or the other slot's canary cannot start."""
+    (one line) when the endpoint does not answer, the other slot's canary cannot start, or an
+    attempt got an answer it cannot read."""
     prefix = f"{NAME_PREFIX}{secrets.token_hex(4)}-"
     engine = Engine(target.endpoint)
     if not engine.request("GET", "/_ping").ok:
@@ -92,3 +98,6 @@ def _finding(attempt: Attempt, context: Context) -> Finding:
         return attempt.run(context)
     except Blocked as blocked:
         return blocked.finding
+    except (OSError, ValueError, KeyError, TypeError) as error:  # an answer it cannot read
+        raise GateError(f"runner audit: {attempt.klass} / {attempt.name}: could not tell what "
+                        f"happened: {one_line(error)}", kind=ErrorKind.DOCKER) from None

@@ -105,12 +105,14 @@ class SlotEngine:
             return
         if process.poll() is None:
             self._remove_containers()
-            _signal_group(process, signal.SIGTERM)
-            try:
-                process.wait(STOP_SECONDS)
-            except subprocess.TimeoutExpired:
-                _signal_group(process, signal.SIGKILL)
-                process.wait(STOP_SECONDS)
+        # The launcher may end before dockerd, containerd and slirp4netns, its process group:
+        # the group is waited for, not only the launcher.
+        _signal_group(process, signal.SIGTERM)
+        if not _group_ended(process, STOP_SECONDS):
+            _signal_group(process, signal.SIGKILL)
+            _group_ended(process, STOP_SECONDS)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(STOP_SECONDS)
 
     def _command(self) -> list[str]:
         folders = self.folders
@@ -153,6 +155,19 @@ class SlotEngine:
 def _signal_group(process: subprocess.Popen[bytes], number: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, number)
+
+
+def _group_ended(process: subprocess.Popen[bytes], seconds: float) -> bool:
+    """True once no process of the launcher's group is left (the launcher itself reaped)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        process.poll()  # reap the launcher, so that it does not keep the group alive
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 class _UnixConnection(http.client.HTTPConnection):

@@ -300,3 +300,34 @@ def test_a_second_endpoint_for_a_slot_in_use_is_refused_in_one_line(
     finally:
         code, _ = endpoint.stop()
     assert code == 0
+
+
+def test_runner_audit_on_both_slots_of_a_two_slot_config_reports_nothing_escaped(
+    tmp_path: Path, rootless_host: RootlessHost, docker_client: docker.DockerClient,
+    python_image: PinnedImage,
+) -> None:
+    image = ""
+    for slot in (0, 1):  # the attempts need an image with a shell in both engines
+        endpoint = EndpointProcess(rootless_host, slot)
+        image = load_image(docker_client, python_image, endpoint.client)
+        endpoint.stop()
+    document = yaml.safe_load(rootless_host.config.read_text())
+    document["github"]["auth"]["token_file"] = str(rootless_host.config.parent / "token")
+    document["runner"]["image"] = image
+    config = tmp_path / "runner.yml"
+    config.write_text(yaml.safe_dump(document))
+    env = {**os.environ, "PATH": f"{rootless_host.hook_dir}:{os.environ['PATH']}"}
+    for slot in (0, 1):
+        done = repro_gate("runner", "audit", "--config", str(config), "--slot", str(slot),
+                          env=env, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+        rows = [line for line in done.stdout.splitlines()[1:] if line.strip()][:-1]
+        assert len(rows) >= 30
+        assert not any(" ESCAPED " in f" {row} " for row in rows), done.stdout
+        assert done.stdout.rstrip().endswith("nothing escaped")
+        # What the filter cannot stop (a folder swapped for a link between check and mount),
+        # the kernel does.
+        swaps = [row for row in rows if "swap it for a symlink" in row]
+        assert any("stopped by engine" in row for row in swaps), swaps
+    uids = [str(slot_user_ids(slot)[0]) for slot in (0, 1)]
+    assert subprocess.run(["pgrep", "-u", ",".join(uids)], capture_output=True).stdout == b""

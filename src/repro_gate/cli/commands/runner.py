@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from repro_gate.errors import ConfigError, ErrorKind, GateError, PublishError
+from repro_gate.errors import EXIT_FAIL, ConfigError, ErrorKind, GateError, PublishError
 from repro_gate.runner.github_auth import AppInstallationToken
 from repro_gate.runner.registration import Registrar, runner_labels, runner_name
 from repro_gate.runner.runner_config import AppAuth, RunnerConfig, load_runner_config
@@ -68,13 +68,20 @@ def add_parser(subparsers: Any, name: str) -> None:
         " started.")
     _common(endpoint)
     endpoint.add_argument("--slot", type=int, required=True, help="slot index (check-config)")
+    audit = actions.add_parser(
+        "audit", help="try the known escapes against a live slot; exit 1 if anything got out",
+        description="Brings up slot N's endpoint (and another slot's, for its canaries), runs"
+        " the project's escape attempts through it with canaries on the host and in the other"
+        " slot, prints a table; exit 0 nothing escaped, 1 something did, 2 error.")
+    _common(audit)
+    audit.add_argument("--slot", type=int, required=True, help="slot index (check-config)")
 
 
 def run(args: argparse.Namespace) -> int:
     """The runner action named on the command line."""
     actions = {"serve": run_serve, "check-config": run_check_config,
                "register-once": run_register_once, "setup": run_setup,
-               "slot-endpoint": run_slot_endpoint}
+               "slot-endpoint": run_slot_endpoint, "audit": run_audit_command}
     return actions[args.runner_action](args)
 
 
@@ -127,6 +134,17 @@ def run_slot_endpoint(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def run_audit_command(args: argparse.Namespace) -> int:
+    """The escape attempts against slot N's live endpoint; 1 if anything got out."""
+    from repro_gate.runner.audit_session import audit_slot
+
+    effective, slots = load(args)
+    report = audit_slot(effective, slots, _slot(slots, args.slot),
+                        lambda line: print(line, file=sys.stderr))
+    print(report.render())
+    return EXIT_FAIL if report.escaped else 0
 
 
 def _slot(slots: list[Slot], index: int) -> Slot:

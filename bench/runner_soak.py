@@ -395,7 +395,7 @@ class SharedEngine:
 
     @property
     def url(self) -> str:
-        return self.daemon.url
+        return str(self.daemon.url)
 
     def reference(self, runs: int) -> list[float]:
         work, status, hooks = (self.scratch / "ref" / "work", self.scratch / "ref" / "status",
@@ -407,7 +407,7 @@ class SharedEngine:
                               self.daemon.network) for _ in range(runs)]
 
     def config(self, fake: FakeGitHub) -> Path:
-        return write_config(
+        return Path(write_config(
             self.scratch, github_section(self.scratch, fake), host="soakhost",
             work_root=str(self.scratch / "work"),
             slots={"source": "uuids", "uuids": [SLOT.uuid], "model": SLOT.model},
@@ -415,7 +415,7 @@ class SharedEngine:
                     "environment": {"STANDIN_JOB": JOB}},
             health={"allow_no_gpu": True}, docker_url=self.daemon.url,
             isolation={"engine": "shared"},
-            metrics={"listen": "127.0.0.1:0"}, drain_timeout_seconds=30)
+            metrics={"listen": "127.0.0.1:0"}, drain_timeout_seconds=30))
 
     def environment(self) -> dict[str, str]:
         return os.environ.copy()
@@ -521,7 +521,7 @@ class RootlessEngine:
                           "subordinate_id_base": SUBORDINATE_BASE},
             "metrics": {"listen": "127.0.0.1:0"}, "drain_timeout_seconds": 30}
         self.host.config.write_text(yaml.safe_dump(document), encoding="utf-8")
-        return self.host.config
+        return Path(self.host.config)
 
     def config(self, fake: FakeGitHub) -> Path:
         return self._write_config(fake)

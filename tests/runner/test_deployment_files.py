@@ -149,6 +149,8 @@ def test_unit_is_hardened_but_lets_the_slot_engines_run(tmp_path: Path) -> None:
     writable = [PurePosixPath(p.lstrip("-")) for p in parsed["ReadWritePaths"].split()]
     assert any(PurePosixPath(config.work_root).is_relative_to(p) for p in writable)
     assert not any(PurePosixPath("/etc").is_relative_to(p) for p in writable)  # setup's only
+    # The slot users pass through work_root's parent to their own folders.
+    assert int(parsed["StateDirectoryMode"], 8) & 0o001
     for key in ("PrivateTmp", "ProtectHome", "ProtectKernelModules"):
         assert parsed[key] == "yes", key
     # newuidmap and newgidmap are setuid root: under no_new_privs no engine starts.

@@ -372,3 +372,32 @@ def test_example_workflow_runs_the_gate_in_the_training_container() -> None:
         "actions/upload-artifact@"))
     assert upload["with"]["path"].rstrip("/") == "repro-gate-out"
     assert upload["if"] == "always()"
+
+
+def host_reach(pod: Manifest) -> list[str]:
+    """What in a pod reaches past it onto the node: privileged or escalating containers, host
+    namespaces, host paths."""
+    spec = pod["spec"]
+    found = [key for key in ("hostNetwork", "hostPID", "hostIPC") if spec.get(key)]
+    found += [v["name"] for v in spec.get("volumes", []) if "hostPath" in v]
+    for container in spec["containers"]:
+        context = container.get("securityContext", {})
+        if context.get("privileged") or context.get("allowPrivilegeEscalation", True):
+            found.append(container["name"])
+    return found
+
+
+def test_jobs_are_kept_apart_by_their_pods_without_docker_or_privilege() -> None:
+    """docs/runner-kubernetes.md#isolation-there: kubernetes mode, not dind; no Docker socket
+    and nothing of the node in the runner pod; the job pod cannot escalate."""
+    values = load(VALUES)
+    assert values["containerMode"]["type"] == "kubernetes"
+    runner = runner_pod(values)
+    assert [v for v in runner["spec"]["volumes"] if "hostPath" in v] == []
+    assert not any("docker" in str(m) for c in runner["spec"]["containers"]
+                   for m in c.get("volumeMounts", []))
+    assert [key for key in ("hostNetwork", "hostPID", "hostIPC") if runner["spec"].get(key)] == []
+
+    image = load(WORKFLOW)["jobs"]["gate"]["container"]["image"]
+    assert host_reach(job_pod(hook_extension(load(HOOK_TEMPLATE)), image)) == []
+    assert "\n## Isolation there\n" in DOC.read_text(encoding="utf-8")

@@ -1,7 +1,8 @@
 """The one-host deployment files agree with each other and with runner.yml's schema.
 
-`runner/systemd/repro-gate-runner.service` (parsed, and `systemd-analyze verify` where systemd's
-tools are installed), `runner/compose.yaml` (validated against the Compose Specification's own
+`runner/systemd/repro-gate-runner.service` (parsed, `systemd-analyze verify` where systemd's
+tools are installed, and its capability bounding set tried on a real rootless slot engine),
+`runner/compose.yaml` (validated against the Compose Specification's own
 JSON Schema, a copy in tests/fixtures/compose/), `runner/runner.example.yml` (loaded by the
 service's own `load_runner_config`), the runner image pinned in it and in the ARC values, and
 docs/runner.md, which the alert rules link to.
@@ -15,6 +16,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -24,8 +26,14 @@ import jsonschema
 import pytest
 import yaml
 from helpers.paths import ROOT
+from helpers.rootless_slots import RootlessHost
 
-from repro_gate.runner.runner_config import DEFAULT_DRAIN_TIMEOUT, AppAuth, load_runner_config
+from repro_gate.runner.runner_config import (
+    DEFAULT_DRAIN_TIMEOUT,
+    AppAuth,
+    EngineKind,
+    load_runner_config,
+)
 
 UNIT = ROOT / "runner" / "systemd" / "repro-gate-runner.service"
 COMPOSE = ROOT / "runner" / "compose.yaml"
@@ -40,6 +48,19 @@ DIGEST = re.compile(r"@sha256:([0-9a-f]{64})$")
 PLACEHOLDER = "0" * 64
 # systemd < 254 does not know these two (the unit says so); anything else it reports is a fault.
 NEWER_SYSTEMD_KEYS = ("RestartSteps", "RestartMaxDelaySec")
+INSTALLED = "/opt/repro-gate/bin/repro-gate"
+# What wiping other uids' files takes: all the compose (shared engine) service holds.
+WIPE_CAPABILITIES = {"CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER"}
+# What starting and stopping the slots' rootless engines takes on top (the unit says why).
+ENGINE_CAPABILITIES = {"CAP_CHOWN", "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SYS_ADMIN"}
+# Each would bind the engines and their containers too, and breaks them (the unit says how).
+ENGINE_BREAKING = ("RestrictNamespaces", "PrivateUsers", "SystemCallFilter",
+                   "RestrictAddressFamilies", "RestrictSUIDSGID", "ProtectKernelTunables",
+                   "ProtectKernelLogs", "ProtectProc", "ProtectHostname", "ProtectClock",
+                   "LockPersonality", "RestrictRealtime", "MemoryDenyWriteExecute")
+# systemd-analyze security's rating of the unit (systemd 252): the engines need SYS_ADMIN in the
+# bounding set and no seccomp filter. A looser unit scores higher and fails this.
+EXPOSURE_AT_MOST = 7.3
 DURATION_UNITS = {"h": 3600.0, "min": 60.0, "m": 60.0, "s": 1.0, "ms": 0.001, "": 1.0}
 
 
@@ -93,13 +114,16 @@ def load_example(folder: Path, **auth: object) -> Path:
     return path
 
 
-def test_unit_runs_the_service_after_docker_and_restarts_with_backoff() -> None:
+def test_unit_sets_up_the_host_then_serves_without_the_system_daemon_and_restarts() -> None:
     parsed = unit()
     command = shlex.split(parsed["Service"]["ExecStart"])
-    assert command == ["/opt/repro-gate/bin/repro-gate", "runner", "serve", "--config",
-                       CONFIG_PATH]
-    for key in ("After", "Requires"):
-        assert "docker.service" in parsed["Unit"][key].split()
+    assert command == [INSTALLED, "runner", "serve", "--config", CONFIG_PATH]
+    # Setup before every start, outside the sandbox ("+"): it writes /etc/passwd and /etc/subuid.
+    setup = shlex.split(parsed["Service"]["ExecStartPre"])
+    assert setup == [f"+{INSTALLED}", "runner", "setup", "--config", CONFIG_PATH]
+    # The rootless engines are the service's own: no system daemon is required.
+    assert "docker.service" not in parsed["Unit"].get("After", "").split()
+    assert "Requires" not in parsed["Unit"]
     assert parsed["Service"]["Restart"] == "on-failure"
     assert seconds(parsed["Service"]["RestartSec"]) >= 1
     assert seconds(parsed["Service"]["RestartMaxDelaySec"]) > seconds(
@@ -116,28 +140,30 @@ def test_unit_stops_by_draining_longer_than_the_drain_timeout(tmp_path: Path) ->
     assert seconds(parsed["TimeoutStopSec"]) > max(drain, DEFAULT_DRAIN_TIMEOUT)
 
 
-def test_unit_is_hardened_but_reaches_docker_nvml_and_work_root(tmp_path: Path) -> None:
+def test_unit_is_hardened_but_lets_the_slot_engines_run(tmp_path: Path) -> None:
     parsed = unit()["Service"]
     config = load_runner_config(load_example(tmp_path))
-    assert parsed["User"] == "root"  # wipes files the jobs' containers left under other uids
+    assert config.isolation.engine is EngineKind.ROOTLESS  # what the unit is for
+    assert parsed["User"] == "root"  # starts each engine as its slot's user
     assert parsed["ProtectSystem"] == "strict"
     writable = [PurePosixPath(p.lstrip("-")) for p in parsed["ReadWritePaths"].split()]
     assert any(PurePosixPath(config.work_root).is_relative_to(p) for p in writable)
-    for key in ("NoNewPrivileges", "PrivateTmp", "ProtectHome", "ProtectKernelModules",
-                "RestrictSUIDSGID"):
+    assert not any(PurePosixPath("/etc").is_relative_to(p) for p in writable)  # setup's only
+    # The slot users pass through work_root's parent to their own folders.
+    assert int(parsed["StateDirectoryMode"], 8) & 0o001
+    for key in ("PrivateTmp", "ProtectHome", "ProtectKernelModules"):
         assert parsed[key] == "yes", key
+    # newuidmap and newgidmap are setuid root: under no_new_privs no engine starts.
+    assert parsed.get("NoNewPrivileges", "no") == "no"
+    assert not set(ENGINE_BREAKING) & set(parsed)
     # The runner's uid (1001) reads the hooks folder the service creates: no umask hides it.
     assert int(parsed["UMask"], 8) & 0o055 == 0
     capabilities = set(parsed["CapabilityBoundingSet"].split())
-    assert capabilities == {"CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER"}
-    # NVML opens /dev/nvidia*: neither a private /dev nor a device allow-list, which
-    # ProtectClock= would imply (DeviceAllow=char-rtc r: systemd.exec(5)).
+    assert capabilities == WIPE_CAPABILITIES | ENGINE_CAPABILITIES
+    # NVML opens /dev/nvidia*, the engines /dev/net/tun and the slot's GPU node: file
+    # permissions decide (setup sets them), neither a private /dev nor a device allow-list.
     assert parsed.get("PrivateDevices", "no") == "no"
     assert not {"DevicePolicy", "DeviceAllow"} & set(parsed)
-    assert parsed.get("ProtectClock", "no") == "no"
-    # The Docker socket and the per-slot proxies are Unix sockets; GitHub and /metrics are IP.
-    assert {"AF_UNIX", "AF_INET", "AF_INET6"} <= set(parsed["RestrictAddressFamilies"].split())
-    assert config.docker_url.startswith("unix:///")
 
 
 # A slot's work folder as jobs leave it: a private folder of the runner's uid, and a sticky
@@ -178,7 +204,8 @@ def wipe_with(capabilities: list[str], work: Path) -> list[str]:
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
                     reason="needs root and setpriv (util-linux)")
 def test_unit_capabilities_suffice_to_wipe_what_jobs_leave(tmp_path: Path) -> None:
-    capabilities = unit()["Service"]["CapabilityBoundingSet"].split()
+    capabilities = sorted(WIPE_CAPABILITIES)  # also all the compose service holds
+    assert set(capabilities) <= set(unit()["Service"]["CapabilityBoundingSet"].split())
     for name, granted in (("with", capabilities), ("without", [])):
         work = tmp_path / name
         work.mkdir()
@@ -191,8 +218,7 @@ def test_unit_capabilities_suffice_to_wipe_what_jobs_leave(tmp_path: Path) -> No
 def test_systemd_accepts_the_unit(tmp_path: Path) -> None:
     """`verify` checks every key and that ExecStart is executable: point it at this venv's."""
     executable = Path(sys.executable).parent / "repro-gate"
-    text = UNIT.read_text(encoding="utf-8").replace(
-        "ExecStart=/opt/repro-gate/bin/repro-gate ", f"ExecStart={executable} ")
+    text = UNIT.read_text(encoding="utf-8").replace(f"{INSTALLED} ", f"{executable} ")
     copy = tmp_path / UNIT.name
     copy.write_text(text, encoding="utf-8")
 
@@ -209,7 +235,45 @@ def test_systemd_accepts_the_unit(tmp_path: Path) -> None:
         pytest.skip("systemd-analyze security has no --offline")
     exposure = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", security.stdout)
     assert exposure, security.stdout + security.stderr
-    assert float(exposure.group(1)) < 4.0  # "OK" or better
+    assert float(exposure.group(1)) <= EXPOSURE_AT_MOST
+    assert f"{EXPOSURE_AT_MOST}" in DOC.read_text(encoding="utf-8")  # the guide says so
+
+
+def slot_endpoint_under(host: RootlessHost, *setpriv: str) -> tuple[str, int, str]:
+    """`runner slot-endpoint --slot 0` run under `setpriv` with these options: its first line,
+    then (SIGTERM once up) its exit code and stderr."""
+    process = subprocess.Popen(
+        ["setpriv", *setpriv, sys.executable, "-m", "repro_gate", "runner", "slot-endpoint",
+         "--config", str(host.config), "--slot", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    first = process.stdout.readline().strip()
+    if first.startswith("DOCKER_HOST="):
+        process.send_signal(signal.SIGTERM)
+    try:
+        _, errors = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _, errors = process.communicate(timeout=30)
+    return first, process.returncode, errors
+
+
+@pytest.mark.docker
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_unit_capabilities_start_and_stop_a_slot_engine_and_fewer_do_not(
+        rootless_host: RootlessHost) -> None:
+    """The unit's bounding set and no no_new_privs: what a real rootless engine needs."""
+    capabilities = unit()["Service"]["CapabilityBoundingSet"].split()
+    bounding = ",".join(["-all", *(f"+{c.removeprefix('CAP_').lower()}" for c in capabilities)])
+    first, code, errors = slot_endpoint_under(rootless_host, f"--bounding-set={bounding}")
+    assert first.startswith("DOCKER_HOST=unix://") and code == 0, errors
+
+    without_admin = bounding.replace(",+sys_admin", "")
+    first, code, errors = slot_endpoint_under(rootless_host, f"--bounding-set={without_admin}")
+    assert (first, code) == ("", 2) and "newuidmap" in errors, errors
+
+    first, code, errors = slot_endpoint_under(rootless_host, "--no-new-privs")
+    assert (first, code) == ("", 2) and "newuidmap" in errors, errors
 
 
 def test_compose_file_is_valid_against_the_compose_specification() -> None:
@@ -230,8 +294,10 @@ def test_compose_service_paths_agree_with_the_example(tmp_path: Path) -> None:
     # work_root is a bind source for sibling containers: the same path on both sides.
     work_root = str(config.work_root)
     assert by_target[work_root].source == work_root
+    # The filter-only design: the host's daemon, whose socket the slots' filters forward to.
     socket = config.docker_url.removeprefix("unix://")
     assert by_target[socket].source == socket
+    assert "isolation:\n#     engine: shared" in COMPOSE.read_text(encoding="utf-8")
     # The example names the key relatively: it resolves next to runner.yml, where the secret is.
     key = PurePosixPath(CONFIG_PATH).parent / example()["github"]["auth"]["app"][
         "private_key_file"]
@@ -253,10 +319,10 @@ def test_compose_stops_by_draining_and_publishes_the_metrics_port(tmp_path: Path
     assert f"127.0.0.1:{port}/metrics" in " ".join(service()["healthcheck"]["test"])
     assert service()["gpus"] == "all"  # NVML reads every GPU; each runner gets one
     assert service()["user"] == "0:0" and service()["read_only"] is True
-    # The same capabilities as the systemd unit: what wiping other uids' files takes.
+    # What wiping other uids' files takes, none of what the rootless engines would need.
     assert service()["cap_drop"] == ["ALL"]
-    assert set(service()["cap_add"]) == {
-        c.removeprefix("CAP_") for c in unit()["Service"]["CapabilityBoundingSet"].split()}
+    assert {f"CAP_{c}" for c in service()["cap_add"]} == WIPE_CAPABILITIES
+    assert service()["security_opt"] == ["no-new-privileges:true"]
 
 
 def test_compose_builds_the_action_image_with_nvml() -> None:

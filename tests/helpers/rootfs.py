@@ -172,9 +172,19 @@ def content_hash(files: list[tuple[Path, str]], libraries: set[Path]) -> str:
 
 def write_rootfs(tar_path: Path, files: list[tuple[Path, str]], libraries: set[Path]) -> None:
     """The root filesystem as an uncompressed tar, everything owned by root."""
+    lib_targets = [LIB_DIR + "/x", "lib64/x", IMAGE_PREFIX.lstrip("/") + "/bin/x"]
+    parents = sorted({str(parent) for _, target in files for parent in
+                      Path(target.lstrip("/")).parents if str(parent) != "."} |
+                     {str(parent) for target in lib_targets for parent in Path(target).parents
+                      if str(parent) != "."})
     with tarfile.open(tar_path, "w") as tar:
         for directory in ("tmp", "etc", "root", "proc", "sys", "dev", "bin", "usr/local/bin"):
             _add_dir(tar, directory, 0o1777 if directory == "tmp" else 0o755)
+        # Every folder has its own entry: an engine that creates a missing one itself may give
+        # it another mode (a rootless engine made them 0600, closed to users other than root).
+        for directory in parents:
+            if directory not in ("tmp", "etc", "root", "proc", "sys", "dev", "bin"):
+                _add_dir(tar, directory, 0o755)
         for source, target in files:
             _add_file(tar, source, target.lstrip("/"))
         for lib in sorted(libraries):

@@ -77,6 +77,7 @@ class RunnerSpec:
     labels: tuple[tuple[str, str], ...]
     gpu_uuid: str
     binds: tuple[Bind, ...]
+    groups: tuple[str, ...] = ()  # supplementary groups (the GPU's, on a slot's own engine)
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ class Daemon:
         container = self._call(f"create {spec.name}", lambda: self.client.containers.create(
             spec.image, list(spec.command), name=spec.name, environment=dict(spec.environment),
             labels=dict(spec.labels), network_mode=spec.network, device_requests=[device],
-            mounts=mounts, detach=True))
+            mounts=mounts, group_add=list(spec.groups), detach=True))
         return str(container.id)
 
     def start(self, container: str) -> None:

@@ -43,6 +43,7 @@ def set_up(config: RunnerConfig, slots: list[Slot], say: Say) -> int:
         say("isolation.engine is shared: no slot users to set up")
         return 0
     _check_tools(config)
+    _check_passable(config.work_root)
     changes = _tun()
     minors = _gpu_minors(config)
     for slot in slots:
@@ -59,6 +60,16 @@ def _check_tools(config: RunnerConfig) -> None:
     missing = sorted({package for tool, package in TOOLS.items() if shutil.which(tool) is None})
     if missing:
         raise ConfigError(f"runner setup: missing tools (Debian: apt install {' '.join(missing)})")
+
+
+def _check_passable(work_root: Path) -> None:
+    """Each slot's engine runs as its own user, who must pass every folder above work_root."""
+    for parent in work_root.parents:
+        if parent.exists() and not parent.stat().st_mode & stat.S_IXOTH:
+            raise ConfigError(f"work_root {work_root}: {parent} is closed to other users (mode"
+                              f" {stat.S_IMODE(parent.stat().st_mode):04o}), so the slots' users"
+                              " cannot reach their folders: choose a work_root under folders"
+                              " anyone may pass (mode 0711 or 0755)")
 
 
 def _tun() -> list[str]:

@@ -37,9 +37,10 @@ from repro_gate.runner.health import check_slot
 from repro_gate.runner.metrics import JobOutcome, RegistrationFailure, ServiceMetrics, SlotState
 from repro_gate.runner.proxy.ownership import SLOT_LABEL
 from repro_gate.runner.registration import JitRunner, Registrar, runner_name
-from repro_gate.runner.runner_config import RunnerConfig
+from repro_gate.runner.runner_config import EngineKind, RunnerConfig
 from repro_gate.runner.runner_watch import Ending, RunnerRun, RunnerWatch
 from repro_gate.runner.slot_folders import SlotFolders, wipe
+from repro_gate.runner.slot_identity import GPU_GROUPS
 from repro_gate.runner.slots import Slot
 
 JIT_VARIABLE = "ACTIONS_RUNNER_INPUT_JITCONFIG"  # read by the actions/runner image's run.sh
@@ -150,7 +151,13 @@ class SlotCycle:
                           self.config.runner.command,
                           tuple(environment.items()), self.config.runner.network,
                           runner_labels(service, self.slot.uuid, self.slot.index),
-                          self.slot.uuid, binds)
+                          self.slot.uuid, binds, groups=self._gpu_groups())
+
+    def _gpu_groups(self) -> tuple[str, ...]:
+        """Group 0 of the slot's own engine is the slot's group on the host, which owns its
+        GPU's node; on the shared engine group 0 is the host's root group: never added."""
+        rootless = self.config.isolation.engine is EngineKind.ROOTLESS
+        return GPU_GROUPS if rootless else ()
 
     def _run_runner(self, daemon: Daemon, runner: JitRunner) -> RunnerRun:
         """Start the runner and watch it until it ends (the status folder is empty: start-up

@@ -28,7 +28,7 @@ from repro_gate.runner.registration import runner_name_stem
 from repro_gate.runner.runner_config import EngineKind, RunnerConfig
 from repro_gate.runner.slot_engine import SlotEngine, launcher
 from repro_gate.runner.slot_folders import ROOT, Owner, SlotFolders
-from repro_gate.runner.slot_identity import SlotIdentity
+from repro_gate.runner.slot_identity import GPU_GROUPS, SlotIdentity
 from repro_gate.runner.slots import Slot
 
 FILTER_START_SECONDS = 10.0
@@ -99,7 +99,8 @@ class SlotEndpoint:
             self.watcher.start()
         policy = SlotPolicy(gpu_uuid=self.slot.uuid, work_folder=self.folders.work.resolve(),
                             allowed_capabilities=self.config.allowed_capabilities,
-                            reserved_names=reserved_names(self.config))
+                            reserved_names=reserved_names(self.config),
+                            gpu_groups=GPU_GROUPS if self.rootless else ())
         self.filter = _FilterThread(policy, self.socket, upstream, self.slot.index)
         self.filter.start()
 

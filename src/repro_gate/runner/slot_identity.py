@@ -15,6 +15,9 @@ from repro_gate.runner.runner_config import SUBORDINATE_ID_COUNT, RunnerConfig
 from repro_gate.runner.slot_folders import Owner
 from repro_gate.runner.slots import Slot
 
+# The slot's group (its GPU node's group, host_setup.py) is group 0 inside every container of
+# the slot's engine: a container user that is not root reaches the GPU through it.
+GPU_GROUPS = ("0",)
 SETUP_HINT = "run `repro-gate runner setup --config <runner.yml>` as root first"
 
 

@@ -102,6 +102,7 @@ def test_setup_refuses_an_overlapping_id_range_in_one_line_before_making_anythin
     tmp_path: Path, rootless_host: RootlessHost,
 ) -> None:
     work_root = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp")) / "w"  # short: sockets
+    work_root.parent.chmod(0o711)
     config = write_rootless_config(tmp_path, work_root, user_prefix="rgclash-slot",
                                    subordinate_id_base=1_600_000_000 + 1000)
     done = repro_gate("runner", "setup", "--config", str(config))
@@ -243,6 +244,7 @@ def test_the_service_runs_each_slots_runner_on_the_slots_own_engine_as_the_slots
             [runner] = engine.containers.list(filters={"label": f"{SLOT_LABEL}={uuid}"})
             engine.close()
             assert seen[runner.id] == uuid  # the NVIDIA hook of the slot's own engine
+            assert runner.attrs["HostConfig"]["GroupAdd"] == ["0"]  # the GPU node's group
             workspace = rootless_host.folder(slot) / "work" / "repo" / "repo"
             # The job's files belong to the slot's user or one of its subordinate IDs.
             owner = (workspace / "marker").stat().st_uid
@@ -331,3 +333,42 @@ def test_runner_audit_on_both_slots_of_a_two_slot_config_reports_nothing_escaped
         assert any("stopped by engine" in row for row in swaps), swaps
     uids = [str(slot_user_ids(slot)[0]) for slot in (0, 1)]
     assert subprocess.run(["pgrep", "-u", ",".join(uids)], capture_output=True).stdout == b""
+
+
+def test_a_container_user_that_asks_for_the_gpu_gets_the_slots_group_which_owns_the_gpu_node(
+    rootless_host: RootlessHost, docker_client: docker.DockerClient, python_image: PinnedImage,
+) -> None:
+    """A file made like the slot's GPU node (root, the slot's group, 0660) stands in for it:
+    no GPU here."""
+    work = rootless_host.folder(0) / "work"
+    node = work / "nvidia-node"
+    node.write_text("gpu")
+    os.chown(node, 0, slot_user_ids(0)[1])
+    node.chmod(0o660)
+    endpoint = EndpointProcess(rootless_host, 0)
+    try:
+        image = load_image(docker_client, python_image, endpoint.client)
+        script = "print(open('/w/nvidia-node').read())"
+        volumes = {str(work): {"bind": "/w", "mode": "ro"}}
+        gpu = [docker.types.DeviceRequest(device_ids=[SLOT_UUIDS[0]], capabilities=[["gpu"]])]
+        with_gpu = run(endpoint.client, image, script, user="1001:1001", volumes=volumes,
+                       device_requests=gpu)
+        without = run(endpoint.client, image, script, user="1001:1001", volumes=volumes)
+    finally:
+        endpoint.stop()
+        node.unlink()
+    assert with_gpu.strip() == "gpu"
+    assert "Permission denied" in without
+
+
+def test_setup_refuses_a_work_root_under_a_folder_the_slot_users_cannot_pass(
+    tmp_path: Path, rootless_host: RootlessHost,
+) -> None:
+    closed = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp"))  # 0700
+    try:
+        config = write_rootless_config(tmp_path, closed / "w")
+        done = repro_gate("runner", "setup", "--config", str(config))
+    finally:
+        closed.rmdir()
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert f"{closed} is closed to other users (mode 0700)" in done.stderr

@@ -39,6 +39,18 @@ def labelled(body: Mapping[str, Any], policy: SlotPolicy) -> dict[str, Any]:
     return {**rest, "Labels": {**labels, SLOT_LABEL: policy.gpu_uuid}}
 
 
+def with_gpu_groups(body: Mapping[str, Any], policy: SlotPolicy) -> dict[str, Any]:
+    """A create that asks for the GPU gets the slot's `gpu_groups` added: on a slot's own
+    engine the GPU's device node belongs to the slot's group, which is group 0 in the
+    container, and a container's non-root user reaches the GPU only through it."""
+    host = body.get("HostConfig")
+    if not policy.gpu_groups or not isinstance(host, Mapping) or not host.get("DeviceRequests"):
+        return dict(body)
+    groups = [str(group) for group in host.get("GroupAdd") or []]
+    added = groups + [group for group in policy.gpu_groups if group not in groups]
+    return {**body, "HostConfig": {**host, "GroupAdd": added}}
+
+
 def with_slot_socket(body: Mapping[str, Any], policy: SlotPolicy) -> dict[str, Any]:
     """The create body with each bind of the runner's socket path (RUNNER_SOCKETS) pointed at
     the slot's proxy socket: a container action gets the same confined socket, one level down.

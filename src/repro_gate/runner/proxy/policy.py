@@ -46,6 +46,7 @@ class SlotPolicy:
     RUNNER_SOCKETS is pointed there; without it such a bind is refused like any other.
     `reserved_names` are name prefixes the service's own containers use (the runner's): a job
     may not create or rename a container to such a name, so it cannot take the next one's.
+    `gpu_groups` are added to a container that asks for the GPU (ownership.with_gpu_groups).
     """
 
     gpu_uuid: str
@@ -54,6 +55,7 @@ class SlotPolicy:
     protected: frozenset[Path] = field(default_factory=frozenset)
     proxy_socket: Path | None = None
     reserved_names: tuple[str, ...] = ()
+    gpu_groups: tuple[str, ...] = ()
 
 
 class AmbiguousKeys(ValueError):

@@ -47,6 +47,7 @@ from repro_gate.runner.proxy.ownership import (
     narrowed_network,
     referenced_containers,
     scoped,
+    with_gpu_groups,
     with_slot_socket,
 )
 from repro_gate.runner.proxy.policy import SlotPolicy, check_name
@@ -145,7 +146,8 @@ class Connection:
         if decision.check is not None and (reason := decision.check(document, self.policy)):
             raise Refused(403, reason)
         if decision.labels:
-            document = with_slot_socket(labelled(document, self.policy), self.policy)
+            document = with_gpu_groups(
+                with_slot_socket(labelled(document, self.policy), self.policy), self.policy)
         return document, json.dumps(document).encode()
 
     def _head(self, request: Request, routed: Routed, body: bytes | None) -> bytes:

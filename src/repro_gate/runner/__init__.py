@@ -1,6 +1,16 @@
-"""The self-hosted GPU runner service (`repro-gate runner`).
+"""The self-hosted GPU runner service (`repro-gate runner`); docs/runner.md.
 
-`proxy/` is the per-slot Docker API proxy: each runner container reaches Docker only through
-it, so a job cannot ask for another slot's GPU, a privileged container or a host path outside
-its work folder. The rules are in `proxy/policy.py`; docs/runner-proxy.md lists them.
+    service.py          `runner serve`: start-up, a thread per slot, the drain
+    slot_cycle.py       one slot's job cycle: health, registration, runner, cleanup
+    slot_endpoint.py    what a job on a slot gets: its engine behind its filter
+    slot_engine.py      the slot's rootless Docker engine, under the slot's user
+    slot_identity.py    the slot's user and subordinate IDs
+    slot_folders.py     the slot's folders, owners and modes
+    host_setup.py       `runner setup`: users, IDs, folders, device nodes
+    audit_session.py    `runner audit`: the slots brought up, then `audit/`'s attempts
+    proxy/              the per-slot Docker API filter (docs/runner-proxy.md)
+    audit/              the escape attempts (docs/runner-threat-model.md)
+    slots.py, health.py, registration.py, github_auth.py, containers.py, runner_watch.py,
+    hook.py, metrics.py, runner_config.py: slots, GPU health, GitHub, Docker, the hook,
+    metrics and runner.yml
 """

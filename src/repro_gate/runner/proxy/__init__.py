@@ -4,6 +4,7 @@ path outside its work folder.
 
     server.py     `serve(policy, listen, upstream)`: asyncio on a Unix socket
     framing.py    strict HTTP/1.1: request heads and bodies parsed, heads written
+    relay.py      connections to the daemon; the raw relay after a validated 101
     routes.py     the endpoint allow-list; each request's target rebuilt
     bodies.py     the JSON fields each endpoint takes; bodies rebuilt from them
     policy.py     `SlotPolicy` and the rules on values

@@ -24,7 +24,6 @@ from typing import Any
 
 from repro_gate.runner.proxy.bodies import BodyRefused, decode, rebuilt
 from repro_gate.runner.proxy.framing import (
-    CHUNK_BYTES,
     MAX_HEAD_BYTES,
     NO_BODY_STATUSES,
     Head,
@@ -51,6 +50,7 @@ from repro_gate.runner.proxy.ownership import (
     with_slot_socket,
 )
 from repro_gate.runner.proxy.policy import SlotPolicy, check_name
+from repro_gate.runner.proxy.relay import close, connect, relay
 from repro_gate.runner.proxy.routes import FULL_ID, Decision, Handling, Records, Routed, route
 
 LOG = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ class Connection:
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass  # a side went away mid-exchange: nothing to answer
         finally:
-            await _close(self.writer)
+            await close(self.writer)
 
     async def _one(self, prefix: bytes) -> bytes | None:
         """One exchange; the bytes of the next request already read, or None to close."""
@@ -119,7 +119,7 @@ class Connection:
             document, body = await self._rebuilt_body(request, decision)
         await self._authorise(routed, document, request)
         head = self._head(request, routed, body)
-        upstream_reader, upstream_writer = await _connect(self.upstream_path)
+        upstream_reader, upstream_writer = await connect(self.upstream_path)
         try:
             upstream_writer.write(head + (body or b""))
             if decision.handling is Handling.STREAM:
@@ -127,7 +127,7 @@ class Connection:
             await upstream_writer.drain()
             return await self._answer(request, routed, upstream_reader, upstream_writer)
         finally:
-            await _close(upstream_writer)
+            await close(upstream_writer)
 
     async def _rebuilt_body(
         self, request: Request, decision: Decision
@@ -205,14 +205,14 @@ class Connection:
 
     async def _inspect(self, container: str) -> dict[str, Any] | None:
         """The daemon's inspect of exactly this container ID, None when there is none."""
-        reader, writer = await _connect(self.upstream_path)
+        reader, writer = await connect(self.upstream_path)
         try:
             writer.write(request_head("GET", f"/containers/{container}/json", []))
             await writer.drain()
             head = await read_response_head(reader)
             body = await read_response_body(reader, head, MAX_BODY_BYTES)
         finally:
-            await _close(writer)
+            await close(writer)
         if head.status == 404:
             return None
         if head.status != 200:
@@ -237,7 +237,7 @@ class Connection:
                 self.writer.write(response.encode())
                 await self.writer.drain()
                 early = await _stop(watch)  # sent after the 101: the stream's first bytes
-                await _relay(upstream, upstream_writer, self.reader, self.writer, early or b"")
+                await relay(upstream, upstream_writer, self.reader, self.writer, early or b"")
                 return None
             if 100 <= status < 200:
                 raise ConnectionError(f"the daemon answered {status}")
@@ -326,46 +326,6 @@ def _with_length(response: Head, length: int) -> bytes:
     framing = ("content-length", "transfer-encoding")
     headers = [(k, v) for k, v in response.headers if k.lower() not in framing]
     return replace(response, headers=(*headers, ("Content-Length", str(length)))).encode()
-
-
-async def _relay(upstream: asyncio.StreamReader, upstream_writer: asyncio.StreamWriter,
-                 reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 early: bytes) -> None:
-    """Bytes both ways until the daemon ends (attach, exec): a half-close is passed on."""
-    if early:
-        upstream_writer.write(early)
-    down = asyncio.ensure_future(_pump(upstream, writer))
-    up = asyncio.ensure_future(_pump(reader, upstream_writer))
-    try:
-        done, _ = await asyncio.wait({down, up}, return_when=asyncio.FIRST_COMPLETED)
-        if up in done and up.exception() is None:
-            await down  # the client closed its input (stdin EOF): output still comes
-    finally:
-        for task in (down, up):
-            task.cancel()
-        await asyncio.gather(down, up, return_exceptions=True)
-
-
-async def _connect(path: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    try:
-        return await asyncio.open_unix_connection(str(path), limit=MAX_HEAD_BYTES)
-    except OSError as error:  # the daemon is down or restarting: say so, as a daemon would
-        message = f"cannot reach the Docker daemon at {path}: {error.strerror or error}"
-        raise Refused(502, message, close=True) from None
-
-
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    while data := await reader.read(CHUNK_BYTES):
-        writer.write(data)
-        await writer.drain()
-    if writer.can_write_eof():
-        writer.write_eof()
-
-
-async def _close(writer: asyncio.StreamWriter) -> None:
-    writer.close()
-    with contextlib.suppress(OSError, asyncio.CancelledError):
-        await writer.wait_closed()
 
 
 async def serve(policy: SlotPolicy, listen_path: Path, upstream_path: Path) -> None:

@@ -54,9 +54,12 @@ def test_check_config_prints_the_slots_and_the_target(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[1] == ("target: repository octo-org/trainer at https://ghe.example/api/v3,"
                         f" runner group 1, auth: token file {tmp_path / 'token'}")
-    assert lines[3:] == [
+    assert lines[3] == "isolation: a rootless engine per slot, under the slot's own user"
+    assert lines[4:] == [
         f"slot {i}: {uuid} NVIDIA H100 80GB HBM3 -> repro-gate-gpuhost-slot{i}"
-        " [self-hosted, gpu, nvidia-h100-80gb-hbm3, repro-gate, h100-pool]"
+        " [self-hosted, gpu, nvidia-h100-80gb-hbm3, repro-gate, h100-pool],"
+        f" user repro-gate-slot{i}, subordinate IDs {1_000_000_000 + i * 65536}-"
+        f"{1_000_000_000 + (i + 1) * 65536 - 1}"
         for i, uuid in enumerate(SLOT_UUIDS)]
 
 
@@ -73,6 +76,9 @@ def test_defaults_and_paths_relative_to_the_file(tmp_path: Path) -> None:
     assert effective.name_prefix == runner_config.DEFAULT_NAME_PREFIX
     assert effective.github.auth == TokenFileAuth(folder.resolve() / "token")
     assert effective.work_root == Path(runner_config.DEFAULT_WORK_ROOT)
+    assert effective.isolation == runner_config.IsolationSettings(
+        engine=runner_config.EngineKind.ROOTLESS, user_prefix=None,
+        subordinate_id_base=runner_config.DEFAULT_SUBORDINATE_ID_BASE, engine_command=None)
     assert effective.slots.uuids == tuple(SLOT_UUIDS)
     assert effective.runner.command == runner_config.DEFAULT_RUNNER_COMMAND
     assert effective.runner.crash_loop_limit == runner_config.DEFAULT_CRASH_LOOP_LIMIT

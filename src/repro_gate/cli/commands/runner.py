@@ -22,7 +22,13 @@ from typing import Any
 from repro_gate.errors import EXIT_FAIL, ConfigError, ErrorKind, GateError, PublishError
 from repro_gate.runner.github_auth import AppInstallationToken
 from repro_gate.runner.registration import Registrar, runner_labels, runner_name
-from repro_gate.runner.runner_config import AppAuth, RunnerConfig, load_runner_config
+from repro_gate.runner.runner_config import (
+    AppAuth,
+    EngineKind,
+    RunnerConfig,
+    load_runner_config,
+)
+from repro_gate.runner.slot_identity import SlotIdentity
 from repro_gate.runner.slots import Slot, discover
 
 TOKEN_ON_COMMAND_LINE = (
@@ -164,11 +170,12 @@ def run_check_config(args: argparse.Namespace) -> int:
     print(f"target: {github.target.describe()} at {github.api_url},"
           f" runner group {github.runner_group_id}, auth: {_auth(effective)}")
     print(f"work root: {effective.work_root}")
+    print(f"isolation: {_isolation(effective)}")
     for slot in slots:
         parent = f" (MIG on {slot.parent_uuid})" if slot.parent_uuid else ""
         print(f"slot {slot.index}: {slot.uuid} {slot.model}{parent}"
               f" -> {runner_name(effective.name_prefix, effective.host, slot)}"
-              f" [{', '.join(runner_labels(github.labels, slot))}]")
+              f" [{', '.join(runner_labels(github.labels, slot))}]{_slot_user(effective, slot)}")
     return 0
 
 
@@ -185,6 +192,21 @@ def run_register_once(args: argparse.Namespace) -> int:
         _write_private(args.jit_config_file, runner.encoded_jit_config)
     print(f"{runner.name} (id {runner.id})")
     return 0
+
+
+def _slot_user(effective: RunnerConfig, slot: Slot) -> str:
+    if effective.isolation.engine is EngineKind.SHARED:
+        return ""
+    identity = SlotIdentity.of(effective, slot)
+    return (f", user {identity.user}, subordinate IDs {identity.subordinate_first}-"
+            f"{identity.subordinate_last}")
+
+
+def _isolation(effective: RunnerConfig) -> str:
+    if effective.isolation.engine is EngineKind.SHARED:
+        return (f"shared engine {effective.docker_url}, behind the filter only"
+                " (no kernel boundary)")
+    return "a rootless engine per slot, under the slot's own user"
 
 
 def _auth(effective: RunnerConfig) -> str:

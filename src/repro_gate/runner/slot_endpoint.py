@@ -62,7 +62,7 @@ class SlotEndpoint:
         self.rootless = config.isolation.engine is EngineKind.ROOTLESS
         self.owner: Owner = ROOT
         self.engine: SlotEngine | None = None
-        self.filter: _FilterThread | None = None
+        self.filter: FilterThread | None = None
         self.stopping = threading.Event()
         self.lock: int | None = None
         self.watcher: threading.Thread | None = None
@@ -101,7 +101,7 @@ class SlotEndpoint:
                             allowed_capabilities=self.config.allowed_capabilities,
                             reserved_names=reserved_names(self.config),
                             gpu_groups=GPU_GROUPS if self.rootless else ())
-        self.filter = _FilterThread(policy, self.socket, upstream, self.slot.index)
+        self.filter = FilterThread(policy, self.socket, upstream, self.slot.index)
         self.filter.start()
 
     def _hold_slot(self) -> None:
@@ -156,7 +156,7 @@ class SlotEndpoint:
         self.stop()
 
 
-class _FilterThread:
+class FilterThread:
     """One slot's filter in an asyncio loop of its own thread."""
 
     def __init__(self, policy: SlotPolicy, listen: Path, upstream: Path, index: int) -> None:

@@ -43,7 +43,7 @@ from repro_gate.runner.proxy.policy import (
     check_volume_create,
 )
 from repro_gate.runner.proxy.routes import Handling, route
-from repro_gate.runner.service import Proxies
+from repro_gate.runner.slot_endpoint import FilterThread
 
 SLOT_GPU = "GPU-11111111-2222-3333-4444-555555555555"
 OTHER_GPU = "GPU-99999999-8888-7777-6666-555555555555"
@@ -918,9 +918,10 @@ def test_one_slots_large_bodies_do_not_delay_another_slots_ping(
 ) -> None:
     sockets = tmp_path / "s"
     sockets.mkdir()
-    proxies = Proxies([(policy_for(tmp_path / "a"), sockets / "a.sock"),
-                       (policy_for(tmp_path / "b"), sockets / "b.sock")], DAEMON_SOCKET)
-    proxies.start()
+    filters = [FilterThread(policy_for(tmp_path / name), sockets / f"{name}.sock", DAEMON_SOCKET,
+                            index) for index, name in enumerate("ab")]
+    for each in filters:
+        each.start()
     big = json.dumps({"Image": "x", "Env": [f"V{i}=" + "x" * 30 for i in range(100_000)],
                       "HostConfig": {"Privileged": True}}).encode()
     stop = threading.Event()
@@ -947,7 +948,8 @@ def test_one_slots_large_bodies_do_not_delay_another_slots_ping(
         stop.set()
         for thread in floods:
             thread.join()
-        proxies.stop()
+        for each in filters:
+            each.stop()
 
     assert sorted(latencies)[len(latencies) * 9 // 10] < 0.3, sorted(latencies)[-5:]
 

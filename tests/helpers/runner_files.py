@@ -11,6 +11,20 @@ import yaml
 TOKEN = "ghs_actions"  # a token the fake knows
 SLOT_UUIDS = ["GPU-5e1c2a4b-8d3f-4b7e-9a61-0c2d3e4f5a6b",
               "GPU-7a9b0c1d-2e3f-4a5b-8c6d-7e8f9a0b1c2d"]
+# Part of a stand-in job (Python): ask the slot's Docker socket for the GPU `other`; prints
+# "PROXY-OTHER-GPU <status>".
+ASK_FOR_OTHER_GPU = r'''
+class Unix(http.client.HTTPConnection):
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect("/var/run/docker.sock")
+body = {"Image": "none", "HostConfig": {"DeviceRequests": [
+    {"Driver": "nvidia", "DeviceIDs": [other], "Capabilities": [["gpu"]]}]}}
+connection = Unix("docker")
+connection.request("POST", "/containers/create", json.dumps(body),
+                   {"Content-Type": "application/json"})
+print("PROXY-OTHER-GPU", connection.getresponse().status, flush=True)
+'''
 RUNNER_IMAGE = "ghcr.io/actions/actions-runner@sha256:" + "5" * 64  # pinned; never pulled
 
 

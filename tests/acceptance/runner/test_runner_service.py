@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from helpers.fake_github import Answer, FakeGitHub
 from helpers.gpu_dockerd import GpuDockerd
-from helpers.runner_files import SLOT_UUIDS, token_file, write_config
+from helpers.runner_files import ASK_FOR_OTHER_GPU, SLOT_UUIDS, token_file, write_config
 from helpers.serve_process import Serve
 
 from repro_gate.runner.containers import (
@@ -39,7 +39,7 @@ SERVICE = "repro-gate-gpuhost"  # name_prefix-host of write_config's runner.yml
 RESULT = re.compile(r"slot (\d) runner: STANDIN-RESULT (\{.*\})$")
 # The job: is the last job's file still there? Then ask the slot's proxy for the other slot's
 # GPU, and (TEST_WAIT set) wait for a file the test writes into the workspace.
-JOB = r'''
+JOB_START = r'''
 import http.client, json, os, socket, time
 from pathlib import Path
 here = Path.cwd()
@@ -47,19 +47,12 @@ print("MARKER-LEFT", "yes" if (here / "marker").exists() else "no", flush=True)
 (here / "marker").write_text("written by the job")
 mine = os.environ["REPRO_GATE_GPUS"]
 other = [uuid for uuid in os.environ["TEST_SLOTS"].split() if uuid != mine][0]
-class Unix(http.client.HTTPConnection):
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect("/var/run/docker.sock")
-body = {"Image": "none", "HostConfig": {"DeviceRequests": [
-    {"Driver": "nvidia", "DeviceIDs": [other], "Capabilities": [["gpu"]]}]}}
-connection = Unix("docker")
-connection.request("POST", "/containers/create", json.dumps(body),
-                   {"Content-Type": "application/json"})
-print("PROXY-OTHER-GPU", connection.getresponse().status, flush=True)
+'''
+JOB_END = r'''
 while os.environ.get("TEST_WAIT") and not (here / "release").exists():
     time.sleep(0.1)
 '''
+JOB = JOB_START + ASK_FOR_OTHER_GPU + JOB_END
 # Slot 1's runner never takes a job (an idle runner); slot 0's is the stand-in.
 IDLE_ON_SLOT1 = (
     f'if [ "$REPRO_GATE_SLOT_UUID" = "{SLOT_UUIDS[1]}" ]; then exec python3 -c "import signal,'

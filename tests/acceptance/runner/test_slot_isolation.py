@@ -30,7 +30,7 @@ from helpers.rootless_slots import (
     repro_gate,
     write_rootless_config,
 )
-from helpers.runner_files import SLOT_UUIDS
+from helpers.runner_files import ASK_FOR_OTHER_GPU, SLOT_UUIDS
 from helpers.serve_process import Serve
 
 from repro_gate.runner.proxy.ownership import SLOT_LABEL
@@ -192,24 +192,17 @@ def test_with_the_filter_gone_the_slot_engine_still_cannot_reach_root_files_or_a
 
 
 # The job: who am I on the host, and may I have the other slot's GPU?
-JOB = r'''
+JOB_START = r'''
 import http.client, json, os, socket, time
 from pathlib import Path
 Path("marker").write_text("written by the job")
 other = [u for u in os.environ["TEST_SLOTS"].split() if u != os.environ["REPRO_GATE_GPUS"]][0]
-class Unix(http.client.HTTPConnection):
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.connect("/var/run/docker.sock")
-body = {"Image": "none", "HostConfig": {"DeviceRequests": [
-    {"Driver": "nvidia", "DeviceIDs": [other], "Capabilities": [["gpu"]]}]}}
-connection = Unix("docker")
-connection.request("POST", "/containers/create", json.dumps(body),
-                   {"Content-Type": "application/json"})
-print("PROXY-OTHER-GPU", connection.getresponse().status, flush=True)
+'''
+JOB_END = r'''
 while not Path("release").exists():
     time.sleep(0.1)
 '''
+JOB = JOB_START + ASK_FOR_OTHER_GPU + JOB_END
 
 
 def test_the_service_runs_each_slots_runner_on_the_slots_own_engine_as_the_slots_user(

@@ -59,7 +59,7 @@ def add_parser(subparsers: Any, name: str) -> None:
     register = actions.add_parser("register-once",
                                   help="register one slot's JIT runner and print its name")
     _common(register)
-    register.add_argument("--slot", type=int, required=True, help="slot index (check-config)")
+    _slot_option(register)
     register.add_argument("--jit-config-file", type=Path,
                           help="write the runner's encoded JIT config here (mode 0600)")
     setup = actions.add_parser(
@@ -73,14 +73,14 @@ def add_parser(subparsers: Any, name: str) -> None:
         " prints DOCKER_HOST=unix://<socket> once ready; SIGTERM/SIGINT removes what it"
         " started.")
     _common(endpoint)
-    endpoint.add_argument("--slot", type=int, required=True, help="slot index (check-config)")
+    _slot_option(endpoint)
     audit = actions.add_parser(
         "audit", help="try the known escapes against a live slot; exit 1 if anything got out",
         description="Brings up slot N's endpoint (and another slot's, for its canaries), runs"
         " the project's escape attempts through it with canaries on the host and in the other"
         " slot, prints a table; exit 0 nothing escaped, 1 something did, 2 error.")
     _common(audit)
-    audit.add_argument("--slot", type=int, required=True, help="slot index (check-config)")
+    _slot_option(audit)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -89,6 +89,10 @@ def run(args: argparse.Namespace) -> int:
                "register-once": run_register_once, "setup": run_setup,
                "slot-endpoint": run_slot_endpoint, "audit": run_audit_command}
     return actions[args.runner_action](args)
+
+
+def _slot_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--slot", type=int, required=True, help="slot index (check-config)")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

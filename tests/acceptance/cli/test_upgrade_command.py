@@ -277,13 +277,15 @@ def test_a_candidate_that_cannot_be_built_fails_before_any_run(
     took = time.monotonic() - started
     assert done.returncode == 2, done.stdout + done.stderr
     document = report(project)
-    (reason,) = document["reasons"]
-    assert reason["code"] == code and words in reason["message"]
-    assert "\n" not in reason["message"] and reason.get("detail")
     # nothing ran: the baseline's gate never started
     assert document["reproducibility"]["baseline"] is None and document["runs"] == []
     assert not (project / "repro-gate-out" / "upgrade" / "baseline").exists()
     assert took < 30, took
+    (reason,) = document["reasons"]
+    assert reason["code"] == code and words in reason["message"]
+    # one line on the console, uv's own explanation in the record
+    assert "\n" not in reason["message"] and reason.get("detail")
+    assert f"{code}: " in done.stdout
     assert "Traceback" not in done.stdout + done.stderr
 
 
@@ -333,3 +335,37 @@ def test_an_identical_check_reuses_both_gate_results(
     edited = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless")
     assert edited.returncode == 0, edited.stdout + edited.stderr
     assert report(trainer)["reproducibility"]["baseline"]["reused"] is False
+
+
+def test_a_check_that_compared_nothing_never_says_bit_for_bit(
+        make_project: Callable[[str], Path], package_index: PackageIndex,
+        env_cache: Path) -> None:
+    project = requirements_project(make_project, "numlib==1.0\nharmless==1.0\nleaf==1.0\n")
+    done = upgrade(project, package_index, env_cache, "--candidate-lock", "candidate.txt")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert report(project)["numerics"]["status"] == "not_compared"
+    assert done.stdout.splitlines()[0] == ("repro-gate upgrade: SAME: nothing was compared:"
+                                           " the two locks pin the same versions")
+    assert "bit for bit" not in done.stdout
+    assert "bit for bit" not in (project / "repro-gate-out" / "upgrade.md").read_text()
+
+
+def test_an_unreachable_index_ends_the_culprit_search_instead_of_skipping(
+        make_project: Callable[[str], Path], package_index: PackageIndex,
+        env_cache: Path) -> None:
+    project = requirements_project(make_project, "numlib==1.1\nharmless==1.1\nleaf==1.1\n")
+    # Both environments built (and both gates cached) while the index is there; under this
+    # tolerance the numerics are the same, so no search runs.
+    first = upgrade(project, package_index, env_cache, "--candidate-lock", "candidate.txt",
+                    "--upgrade-tolerance", "atol=1e-3,rtol=1e-3")
+    assert first.returncode == 0, first.stdout + first.stderr
+    # Bitwise they changed: the search needs mixtures the cache does not hold, and the index
+    # now refuses every connection.
+    done = upgrade(project, package_index, env_cache, "--candidate-lock", "candidate.txt",
+                   uv_env={"UV_INDEX_URL": refused_url(), "UV_HTTP_RETRIES": "0"})
+    assert done.returncode == 2, done.stdout + done.stderr
+    document = report(project)
+    (reason,) = document["reasons"]
+    assert reason["code"] == "index_unreachable", reason
+    assert document["culprit_search"]["trials"] == []  # no trial counted as a skip
+    assert document["numerics"]["status"] == "changed"

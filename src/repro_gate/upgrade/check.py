@@ -58,7 +58,7 @@ from repro_gate.render import markdown_upgrade
 from repro_gate.upgrade import UpgradeRequest, change_set, compute_candidate, given_candidate
 from repro_gate.upgrade import record as upgrade_record
 from repro_gate.upgrade.culprits import find_culprits
-from repro_gate.upgrade.gate_cache import GATES_SUBDIR, GateCache, gate_key
+from repro_gate.upgrade.gate_cache import GATES_SUBDIR, GateCache, gate_key, inputs_sha256
 from repro_gate.upgrade.record import UpgradeRecord
 from repro_gate.upgrade.state import Role, UpgradeState
 from repro_gate.upgrade.trials import (
@@ -168,9 +168,10 @@ def _check(config: Config, options: UpgradeOptions, open_launcher: LauncherFacto
     state.environments["candidate"] = built(build, state.candidate_lock().pins(),
                                             "the candidate environment",
                                             sink_for("candidate environment"))
-    state.gates["baseline"] = _gate(config, "baseline", launcher, state, sink_for)
+    inputs = inputs_sha256(config)
+    state.gates["baseline"] = _gate(config, "baseline", launcher, state, sink_for, inputs)
     _require_baseline_reproducible(state.gates["baseline"])
-    state.gates["candidate"] = _gate(config, "candidate", launcher, state, sink_for)
+    state.gates["candidate"] = _gate(config, "candidate", launcher, state, sink_for, inputs)
     if state.gates["candidate"].exit_code == EXIT_ERROR:
         reason = state.gates["candidate"].manifest["reasons"][0]
         raise GateError(f"the gate in the candidate environment: {reason['message']}",
@@ -213,12 +214,12 @@ def environments_for(config: Config) -> BuildEnvironment:
 
 
 def _gate(config: Config, role: Role, launcher_base: Launcher, state: UpgradeState,
-          sink_for: SinkFactory) -> GateOutcome:
+          sink_for: SinkFactory, inputs: str) -> GateOutcome:
     """The gate in the environment of `role`: read back from the cache when everything that
     decides it is unchanged (upgrade/gate_cache.py), else run, and cached when reproducible."""
     inner = dataclasses.replace(config, output_dir=config.output_dir / UPGRADE_SUBDIR / role)
     cache = GateCache(config.upgrade.cache_path / GATES_SUBDIR)
-    key = gate_key(config, state.environments[role])
+    key = gate_key(inputs, state.environments[role])
     state.gate_keys[role] = key
     cached = cache.load(key, inner.output_dir, config)
     if cached is not None:

@@ -62,13 +62,12 @@ class CachedGate:
     stored_at: str
 
 
-def gate_key(config: Config, environment: Environment) -> str:
-    """The sha256 of everything that decides the result of `config`'s gate in `environment`."""
+def inputs_sha256(config: Config) -> str:
+    """The sha256 of what decides both gates of a check alike: code, command, configuration,
+    data, host (computed once a check; the data may be large)."""
     identity = {
         "tool": __version__,
         "host": socket.gethostname(),
-        "environment": {"identity": environment.volume or environment.path.name,
-                        "pins": environment.lock_sha256},
         "code": _code(config),
         "command": config.command,
         "config": config_sha256(config),
@@ -77,6 +76,13 @@ def gate_key(config: Config, environment: Environment) -> str:
         "determinism_variables": user_environment(config),
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def gate_key(inputs: str, environment: Environment) -> str:
+    """The key of a gate's result: the check's inputs (`inputs_sha256`) in `environment`."""
+    identity = {"inputs": inputs, "environment": environment.volume or environment.path.name,
+                "pins": environment.lock_sha256}
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
 
 def config_sha256(config: Config) -> str:

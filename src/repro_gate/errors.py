@@ -85,6 +85,7 @@ class ErrorKind(StrEnum):
     LOCKFILE = "lockfile"  # the lockfile is missing, unreadable or not a pinned lock
     LOCK_UNRESOLVABLE = "lock_unresolvable"  # a candidate lock or a mix of pins does not resolve
     ENVIRONMENT = "environment"  # an environment could not be built from the pins
+    INDEX_UNREACHABLE = "index_unreachable"  # a package index refused the connection, no DNS
     BASELINE_NOT_REPRODUCIBLE = "baseline_not_reproducible"  # the current lock fails the gate
     # the gate itself
     CANCELLED = "cancelled"  # interrupted (Ctrl-C, SIGTERM) before a verdict

@@ -19,6 +19,9 @@ from repro_gate.render.markdown import CHECK_TEXT_LIMIT
 SHA = "ab" * 32
 PARAMETERS = ["fc.weight", "fc.bias", "head.weight", "head.bias", "norm.weight"]
 SHOWN = "repro-gate-out/upgrade.json"
+COMPARED = {"basis": "bitwise", "first_divergence": None,
+            "trajectory": {"steps_compared": 8, "status": "equal"},
+            "artifacts": [{"path": "model.pt", "kind": "torch", "status": "equal"}]}
 
 
 def change(name: str, old: str | None, new: str | None, direct: bool = True,
@@ -81,7 +84,7 @@ def document(verdict: str = "same", **fields: Any) -> dict[str, Any]:
                                       "reused": False, "installed": 3}},
         "changes": [change("helperlib", "2.0", "2.1"), change("mathlib", "1.0.0", "1.1.0"),
                     change("tinydep", "0.1", "0.2", direct=False)],
-        "numerics": {"status": "same", "tolerance": "bitwise", "comparison": None},
+        "numerics": {"status": "same", "tolerance": "bitwise", "comparison": COMPARED},
         "reproducibility": {"baseline": summary(manifest="repro-gate-out/upgrade/baseline/"
                                                          "manifest.json"),
                             "candidate": summary(pct=4.0), "new_nondeterministic_ops": []},
@@ -121,8 +124,9 @@ def html(source: str) -> str:
 def test_same_says_numerics_kept_and_reproducible() -> None:
     same = document()
     text = upgrade_console.render(same, SHOWN)
-    assert lines(text)[0] == ("repro-gate upgrade: SAME: the upgrade keeps the numerics (bit for"
-                              " bit) and the training reproducible")
+    assert lines(text)[0] == ("repro-gate upgrade: SAME: the upgrade keeps the numerics bit for"
+                              " bit (8 steps and 1 artifact compared) and the training"
+                              " reproducible")
     assert "  numerics (baseline run A vs candidate run A): same (bitwise)" in lines(text)
     assert "  candidate: reproducible (its own gate passes)" in lines(text)
     assert ("  cost of determinism: baseline +3.1% (95% interval +2.1% to +4.1%) -> candidate"
@@ -136,15 +140,30 @@ def test_same_says_numerics_kept_and_reproducible() -> None:
 
 
 def test_same_within_tolerance_says_so() -> None:
-    tolerant = document(numerics={"status": "within_tolerance", "comparison": None,
+    tolerant = document(numerics={"status": "within_tolerance", "comparison": COMPARED,
                                   "tolerance": {"atol": 1e-6, "rtol": 0.0,
                                                 "per_artifact": [{"glob": "*.pt", "atol": 0.1}]}})
     text = upgrade_console.render(tolerant, SHOWN)
-    assert lines(text)[0].endswith("keeps the numerics (within tolerance) and the training"
-                                   " reproducible")
+    assert lines(text)[0].endswith("keeps the numerics within tolerance (8 steps and 1 artifact"
+                                   " compared) and the training reproducible")
     assert lines(text)[1].endswith(
         "within tolerance (atol 1e-06, rtol 0, 1 per-artifact override)")
     assert markdown_upgrade.title(tolerant) == "numerics kept · within tolerance, reproducible"
+
+
+def test_same_never_claims_bit_for_bit_when_nothing_was_compared() -> None:
+    nothing = {"status": "not_compared", "tolerance": "bitwise", "comparison": None}
+    for changes, why in (([], "the two locks pin the same versions"),
+                         ([{**change("winonly", "1.0", "1.1"), "applies": False}],
+                          "no change applies on this interpreter, so nothing ran")):
+        same = document(numerics=nothing, changes=changes,
+                        reproducibility={"baseline": None, "candidate": None,
+                                         "new_nondeterministic_ops": []}, runs=[])
+        text = upgrade_console.render(same, SHOWN)
+        assert lines(text)[0] == f"repro-gate upgrade: SAME: nothing was compared: {why}"
+        assert "bit for bit" not in text
+        assert markdown_upgrade.title(same) == f"nothing compared · {why}"
+        assert "bit for bit" not in markdown_upgrade.report(same)
 
 
 def test_changed_names_the_culprit_its_step_parameters_and_cause() -> None:

@@ -55,7 +55,7 @@ import requests.exceptions
 from repro_gate.config import Config
 from repro_gate.credentials import without_credentials
 from repro_gate.environments.docker_build import BUILD_SCRIPT, BuildAnswer
-from repro_gate.environments.installer import failure_line, uv_binary
+from repro_gate.environments.installer import failure_line, tool_error, uv_binary
 from repro_gate.environments.interpreter import (
     FACTS_SCRIPT,
     Distribution,
@@ -185,8 +185,8 @@ class DockerEnvironments:
         """The error of a build that failed, remembered; its volume goes (unless in use)."""
         what = {"create": "cannot create the environment",
                 "install": "cannot install the pins"}.get(answer.failed or "", "cannot build")
-        error = GateError(f"{what} in image {self.image_id[:19]}: {failure_line(answer.check)}",
-                          kind=ErrorKind.ENVIRONMENT)
+        error = tool_error(answer.check, f"{what} in image {self.image_id[:19]}",
+                           ErrorKind.ENVIRONMENT)
         self._failures[key] = error
         with contextlib.suppress(docker.errors.APIError):  # another build's: it clears it
             self.client.volumes.get(volume).remove()

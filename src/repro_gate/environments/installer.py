@@ -2,19 +2,22 @@
 
 Every tool runs with the user's environment minus the gate's own credentials (an index token
 in `UV_INDEX_*` is the user's and passes; `GITHUB_TOKEN` never does), and its output captured:
-a failure becomes one line, the tool's last meaningful line.
+a failure becomes one line, the tool's last meaningful line; `explanation` keeps all of them
+(for the record), and `index_unreachable` tells a package index that cannot be reached from a
+set of pins that does not resolve.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 from repro_gate.credentials import without_credentials
-from repro_gate.errors import one_line
+from repro_gate.errors import ErrorKind, GateError, one_line
 
 # uv's progress and summary lines: never the reason a command failed.
 _CHATTER = ("Using ", "Resolved ", "Prepared ", "Installed ", "Uninstalled ", "Audited ",
@@ -22,6 +25,13 @@ _CHATTER = ("Using ", "Resolved ", "Prepared ", "Installed ", "Uninstalled ", "A
             "hint:", "help:", "warning:", "DEPRECATION:", "WARNING:", "[notice]")
 # Prefixes uv and pip put before the line that says what went wrong.
 _PREFIXES = ("\N{MULTIPLICATION SIGN}", "╰─▶", "├─▶", "error:", "ERROR:", "cause:", "Caused by:")
+# What uv and pip say when an index cannot be reached at all: refused, no such host, no route.
+_UNREACHABLE = ("connection refused", "dns error", "error resolving dns",
+                "failed to lookup address", "name or service not known",
+                "temporary failure in name resolution", "network is unreachable",
+                "no route to host", "failed to establish a new connection", "tcp connect error")
+MAX_EXPLANATION_LINES = 40  # of a tool's explanation kept in the record
+_URL_USER = re.compile(r"(?<=://)[^/@\s]+@")  # `user:token@` in a URL
 
 
 def uv_binary() -> Path | None:
@@ -59,3 +69,39 @@ def failure_line(completed: subprocess.CompletedProcess[str]) -> str:
             if line.startswith(prefix):
                 line, stripped = line[len(prefix):].strip(), True
     return one_line(line or meaningful[-1])
+
+
+def explanation(completed: subprocess.CompletedProcess[str]) -> str:
+    """The tool's own explanation of a failure: its lines without progress, at most
+    MAX_EXPLANATION_LINES, credentials in URLs masked."""
+    lines = [line.rstrip() for line in (completed.stderr + "\n" + completed.stdout).splitlines()]
+    meaningful = [line for line in lines if line.strip()
+                  and not line.strip().startswith(_CHATTER)]
+    return "\n".join(_URL_USER.sub("***@", line) for line in meaningful[-MAX_EXPLANATION_LINES:])
+
+
+def failure_kind(completed: subprocess.CompletedProcess[str], otherwise: ErrorKind) -> ErrorKind:
+    """INDEX_UNREACHABLE when the tool could not reach a package index, else `otherwise`."""
+    text = (completed.stderr + "\n" + completed.stdout).lower()
+    return ErrorKind.INDEX_UNREACHABLE if any(s in text for s in _UNREACHABLE) else otherwise
+
+
+def unreachable_line(completed: subprocess.CompletedProcess[str]) -> str:
+    """`http://host/simple/numpy/: Connection refused (os error 111)`: what could not be
+    reached, and why."""
+    url = re.search(r"https?://\S+?(?=[)\s]|$)", completed.stderr + "\n" + completed.stdout)
+    where = _URL_USER.sub("***@", url.group(0)) + ": " if url else ""
+    return where + failure_line(completed)
+
+
+def tool_error(completed: subprocess.CompletedProcess[str], what: str,
+               otherwise: ErrorKind) -> GateError:
+    """The GateError of a failed tool: `what: <its line>`, its explanation as the detail, and
+    the kind INDEX_UNREACHABLE when no index could be reached, else `otherwise`."""
+    kind = failure_kind(completed, otherwise)
+    if kind is ErrorKind.INDEX_UNREACHABLE:
+        return GateError(f"{what}: the package index cannot be reached:"
+                         f" {unreachable_line(completed)}", kind=kind,
+                         detail=explanation(completed))
+    return GateError(f"{what}: {failure_line(completed)}", kind=kind,
+                     detail=explanation(completed))

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from repro_gate.environments.installer import failure_line, run_tool, uv_binary
+from repro_gate.environments.installer import failure_line, run_tool, tool_error, uv_binary
 from repro_gate.environments.interpreter import Interpreter, already_met, inspect, unmet
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.fingerprint.lockfiles import canonical_name
@@ -106,9 +106,14 @@ class LocalEnvironments:
         if marker.problems:
             more = f" (and {len(marker.problems) - 1} more)" if len(marker.problems) > 1 else ""
             raise GateError(f"the pins do not resolve: {marker.problems[0]}{more}",
-                            kind=ErrorKind.LOCK_UNRESOLVABLE)
+                            kind=ErrorKind.LOCK_UNRESOLVABLE, detail="\n".join(marker.problems))
         return Environment(_python(path), pins_sha256(pins), pins, reused, path,
                            tuple(marker.installed))
+
+    def directory(self, pins: Mapping[str, str]) -> Path:
+        """Where the environment of `pins` is, or is being, built (for progress lines)."""
+        pins = dict(sorted((canonical_name(name), version) for name, version in pins.items()))
+        return self.cache_dir.expanduser() / self._key(pins, self._inherited(pins))[:KEY_LENGTH]
 
     @cached_property
     def _base(self) -> Interpreter:
@@ -191,7 +196,7 @@ class LocalEnvironments:
         except OSError as error:
             raise GateError(f"{what}: {one_line(error)}", kind=ErrorKind.ENVIRONMENT) from None
         if completed.returncode != 0:
-            raise GateError(f"{what}: {failure_line(completed)}", kind=ErrorKind.ENVIRONMENT)
+            raise tool_error(completed, what, ErrorKind.ENVIRONMENT)
 
 
 def pins_sha256(pins: Mapping[str, str]) -> str:

@@ -162,15 +162,18 @@ def watching_run(spec: RunSpec, sink: object) -> Iterator[None]:
 
 
 @contextmanager
-def watching_build(what: str, sink: object) -> Iterator[None]:
-    """Status lines naming `what` is built, and for how long, while the block runs."""
+def watching_build(what: str, sink: object,
+                   so_far: Callable[[], str] | None = None) -> Iterator[None]:
+    """Status lines naming `what` is built, how far it got (`so_far`: packages, bytes) and for
+    how long, while the block runs."""
     if not isinstance(sink, StatusSink):
         yield
         return
     started = time.monotonic()
 
     def tick() -> None:
-        sink.status(f"building {what}: {_seconds(time.monotonic() - started)} elapsed")
+        done = f"{so_far()}, " if so_far else ""
+        sink.status(f"building {what}: {done}{_seconds(time.monotonic() - started)} elapsed")
 
     with _ticking(tick, sink):
         yield

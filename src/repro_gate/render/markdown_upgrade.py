@@ -23,6 +23,7 @@ from repro_gate.render.upgrade_console import (
     MAX_GROUPS,
     Group,
     cause_text,
+    compared_text,
     cost_pair,
     culprits_words,
     difference_text,
@@ -33,6 +34,7 @@ from repro_gate.render.upgrade_console import (
     kept,
     kept_how,
     members_text,
+    nothing_ran_why,
     numerics_text,
     op_text,
     plural,
@@ -59,6 +61,8 @@ def title(document: Mapping[str, Any]) -> str:
         where = f" (step {step['step']})" if step is not None else ""
         return _line(f"numerics changed · {members_text(found[0])}{where}{more}")
     if verdict == UpgradeVerdict.SAME:
+        if compared_text(document["numerics"]) is None:
+            return _line(f"nothing compared · {nothing_ran_why(document)}")
         return _line(f"numerics kept · {kept_how(document['numerics'])}, reproducible")
     if verdict == UpgradeVerdict.NOT_REPRODUCIBLE:
         candidate = document["reproducibility"].get("candidate") or {}

@@ -89,8 +89,12 @@ def headline(document: Mapping[str, Any]) -> str:
     """The verdict in words, without the verdict's label."""
     verdict = document["verdict"]
     if verdict == UpgradeVerdict.SAME:
+        compared = compared_text(document["numerics"])
+        if compared is None:
+            return f"nothing was compared: {nothing_ran_why(document)}"
         how = kept_how(document["numerics"])
-        return f"the upgrade keeps the numerics ({how}) and the training reproducible"
+        return (f"the upgrade keeps the numerics {how} ({compared})"
+                " and the training reproducible")
     if verdict == UpgradeVerdict.CHANGED:
         return "numerics changed: " + culprits_words(document)
     if verdict == UpgradeVerdict.NOT_REPRODUCIBLE:
@@ -101,8 +105,33 @@ def headline(document: Mapping[str, Any]) -> str:
 
 
 def kept_how(numerics: Mapping[str, Any]) -> str:
-    """How numerics that are the same are the same: `bit for bit` or `within tolerance`."""
+    """How numerics that are the same are the same: `bit for bit`, `within tolerance`, or
+    `not compared` when no step and no artifact was."""
+    if compared_text(numerics) is None:
+        return "not compared"
     return "within tolerance" if numerics["status"] == Numerics.WITHIN_TOLERANCE else "bit for bit"
+
+
+def compared_text(numerics: Mapping[str, Any]) -> str | None:
+    """`6 steps and 1 artifact compared`; None when nothing was (no run, or no evidence)."""
+    comparison = numerics.get("comparison")
+    if numerics["status"] == Numerics.NOT_COMPARED or not isinstance(comparison, Mapping):
+        return None
+    steps = int(comparison.get("trajectory", {}).get("steps_compared") or 0)
+    files = len(comparison.get("artifacts") or [])
+    parts = [plural(count, noun) for count, noun in ((steps, "step"), (files, "artifact"))
+             if count]
+    return " and ".join(parts) + " compared" if parts else None
+
+
+def nothing_ran_why(document: Mapping[str, Any]) -> str:
+    """Why a `same` verdict compared nothing."""
+    changes = document["changes"]
+    if not changes:
+        return "the two locks pin the same versions"
+    if not any(change["applies"] for change in changes):
+        return "no change applies on this interpreter, so nothing ran"
+    return "the runs recorded no step and no artifact"
 
 
 def groups(document: Mapping[str, Any]) -> list[Group]:

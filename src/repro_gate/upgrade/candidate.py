@@ -33,8 +33,8 @@ from repro_gate.environments.dependency_lock import (
     read_lock,
     requirements_source,
 )
-from repro_gate.environments.installer import failure_line, run_tool, uv_binary
-from repro_gate.errors import ConfigError, ErrorKind, GateError, MissingDependencyError
+from repro_gate.environments.installer import run_tool, tool_error, uv_binary
+from repro_gate.errors import ConfigError, ErrorKind, MissingDependencyError
 from repro_gate.fingerprint.lockfiles import canonical_name, requirements_via
 
 MAX_COPIED_BYTES = 16 * 1024 * 1024
@@ -89,8 +89,8 @@ def compute_candidate(baseline: Lock, request: UpgradeRequest, scratch: Path, *,
     completed = run_tool(argv, cwd=work)
     if completed.returncode != 0:
         command = " ".join(["uv", *(argv[1:3] if baseline.format == "uv.lock" else argv[1:4])])
-        raise GateError(f"the candidate lock does not resolve ({command}):"
-                        f" {failure_line(completed)}", kind=ErrorKind.LOCK_UNRESOLVABLE)
+        raise tool_error(completed, f"the candidate lock does not resolve ({command})",
+                         ErrorKind.LOCK_UNRESOLVABLE)
     return read_lock(work / baseline.path.name, role="candidate lock", fmt=baseline.format)
 
 

@@ -2,7 +2,9 @@
 training's numerics, is it still reproducible, and which package did it.
 
     locks       the baseline lock; the candidate computed by uv or given; the change set
-    gates       the ordinary gate in the baseline's environment, then in the candidate's
+    environments  both built (or found in the cache) before the first run
+    gates       the ordinary gate in the baseline's environment, then in the candidate's; a
+                result whose inputs did not change is read back from the cache
     numerics    the baseline's run A against the candidate's run A (upgrade.tolerance)
     culprits    when the numerics changed: the culprit search (upgrade/culprits.py), each
                 trial a fail-fast run against the baseline's run A; one confirmation run per
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate import notices
-from repro_gate.compare.run_pair import compare_runs
+from repro_gate.compare.run_pair import check_something_compared, compare_runs
 from repro_gate.compare.status import Numerics
 from repro_gate.config import Config, ToleranceConfig
 from repro_gate.environments import BuildEnvironment, LocalEnvironments, find_lock, read_lock
@@ -56,6 +58,7 @@ from repro_gate.render import markdown_upgrade
 from repro_gate.upgrade import UpgradeRequest, change_set, compute_candidate, given_candidate
 from repro_gate.upgrade import record as upgrade_record
 from repro_gate.upgrade.culprits import find_culprits
+from repro_gate.upgrade.gate_cache import GATES_SUBDIR, GateCache, gate_key, inputs_sha256
 from repro_gate.upgrade.record import UpgradeRecord
 from repro_gate.upgrade.state import Role, UpgradeState
 from repro_gate.upgrade.trials import (
@@ -157,15 +160,18 @@ def _check(config: Config, options: UpgradeOptions, open_launcher: LauncherFacto
         return
     build = environments_for(config)
     launcher = open_launcher(config)
+    # Both environments before the first run: a candidate that cannot be installed is an error
+    # in seconds, not after the baseline's whole gate.
     state.environments["baseline"] = built(build, state.baseline_lock().pins(),
                                            "the baseline environment",
                                            sink_for("baseline environment"))
-    state.gates["baseline"] = _gate(config, "baseline", launcher, state, sink_for)
-    _require_baseline_reproducible(state.gates["baseline"])
     state.environments["candidate"] = built(build, state.candidate_lock().pins(),
                                             "the candidate environment",
                                             sink_for("candidate environment"))
-    state.gates["candidate"] = _gate(config, "candidate", launcher, state, sink_for)
+    inputs = inputs_sha256(config)
+    state.gates["baseline"] = _gate(config, "baseline", launcher, state, sink_for, inputs)
+    _require_baseline_reproducible(state.gates["baseline"])
+    state.gates["candidate"] = _gate(config, "candidate", launcher, state, sink_for, inputs)
     if state.gates["candidate"].exit_code == EXIT_ERROR:
         reason = state.gates["candidate"].manifest["reasons"][0]
         raise GateError(f"the gate in the candidate environment: {reason['message']}",
@@ -208,12 +214,27 @@ def environments_for(config: Config) -> BuildEnvironment:
 
 
 def _gate(config: Config, role: Role, launcher_base: Launcher, state: UpgradeState,
-          sink_for: SinkFactory) -> GateOutcome:
-    environment = python_environment(state.environments[role])
+          sink_for: SinkFactory, inputs: str) -> GateOutcome:
+    """The gate in the environment of `role`: read back from the cache when everything that
+    decides it is unchanged (upgrade/gate_cache.py), else run, and cached when reproducible."""
     inner = dataclasses.replace(config, output_dir=config.output_dir / UPGRADE_SUBDIR / role)
+    cache = GateCache(config.upgrade.cache_path / GATES_SUBDIR)
+    key = gate_key(inputs, state.environments[role])
+    state.gate_keys[role] = key
+    cached = cache.load(key, inner.output_dir, config)
+    if cached is not None:
+        state.reused_gates.add(role)
+        notices.say(f"the {role} gate: reused its result from the cache (stored"
+                    f" {cached.stored_at}; environment, code, command, configuration and data"
+                    f" unchanged, key {key[:12]})")
+        return cached.outcome
+    environment = python_environment(state.environments[role])
     outcome = run_gate(inner, lambda _: InEnvironment(launcher_base, environment),
                        SilentPublisher(), lambda name: sink_for(f"{role} {name}"))
     cancel.listen_again()  # the inner gate stopped listening once its verdict was decided
+    if (outcome.exit_code != EXIT_ERROR and outcome.manifest_path is not None
+            and reproducible(outcome.manifest)):
+        cache.store(key, outcome, inner.output_dir, now())
     return outcome
 
 
@@ -244,6 +265,7 @@ def _compare_numerics(config: Config, state: UpgradeState) -> None:
     baseline = side(_run_a(state.gates["baseline"]), BASELINE_SIDE)
     candidate = side(_run_a(state.gates["candidate"]), CANDIDATE_SIDE)
     state.comparison = compare_runs([baseline, candidate], tolerance, config.compare)
+    check_something_compared(state.comparison)  # never "the same" on no evidence
     loss_step = first_loss_outside(baseline, candidate, tolerance)
     state.numerics_status = numerics_status(state.comparison, tolerance, loss_step)
 

@@ -14,14 +14,20 @@ from repro_gate.environments import Environment, Lock
 from repro_gate.fingerprint.environment_diff import environment_diff
 from repro_gate.gate.pipeline import GateOutcome
 from repro_gate.gate.record import now
-from repro_gate.gate.verdict import Reason, reason
+from repro_gate.gate.verdict import Reason
 from repro_gate.manifest.header import TOOL_NAME
 from repro_gate.manifest.upgrade_document import UPGRADE_SCHEMA_VERSION, UpgradeVerdict
-from repro_gate.upgrade.state import UpgradeState
+from repro_gate.upgrade.state import Role, UpgradeState
 from repro_gate.upgrade.trials import TrialRun
 
 NUMERICS_CHANGED = "numerics_changed"
 CANDIDATE_NOT_REPRODUCIBLE = "candidate_not_reproducible"
+
+
+class UpgradeReason(Reason, total=False):
+    """A reason of upgrade.json: an error's may hold the tool's own explanation."""
+
+    detail: str  # uv's (or pip's) output lines that say what went wrong
 
 
 class NumericsSection(TypedDict):
@@ -39,7 +45,7 @@ class _Record(TypedDict):
     started_at: str
     finished_at: str
     verdict: UpgradeVerdict
-    reasons: list[Reason]
+    reasons: list[UpgradeReason]
     output_dir: str
     baseline: dict[str, Any]
     candidate: dict[str, Any]
@@ -85,17 +91,21 @@ def assemble(config: Config, state: UpgradeState) -> UpgradeRecord:
     }
 
 
-def _verdict(state: UpgradeState) -> tuple[UpgradeVerdict, list[Reason]]:
+def _verdict(state: UpgradeState) -> tuple[UpgradeVerdict, list[UpgradeReason]]:
     if state.error is not None:
-        return UpgradeVerdict.ERROR, [reason(str(state.error.kind), state.error.message)]
+        entry = UpgradeReason(code=str(state.error.kind), message=state.error.message)
+        if state.error.detail:
+            entry["detail"] = state.error.detail  # the tool's own explanation, in full
+        return UpgradeVerdict.ERROR, [entry]
     candidate = state.gates.get("candidate")
     if candidate is not None and state.numerics_status == Numerics.NOT_COMPARED:
         first = candidate.manifest["reasons"][0]["message"]
-        return UpgradeVerdict.NOT_REPRODUCIBLE, [reason(
-            CANDIDATE_NOT_REPRODUCIBLE,
-            f"the training is not reproducible in the candidate environment: {first}")]
+        return UpgradeVerdict.NOT_REPRODUCIBLE, [UpgradeReason(
+            code=CANDIDATE_NOT_REPRODUCIBLE,
+            message=f"the training is not reproducible in the candidate environment: {first}")]
     if state.numerics_status == Numerics.CHANGED:
-        return UpgradeVerdict.CHANGED, [reason(NUMERICS_CHANGED, _changed_message(state))]
+        return UpgradeVerdict.CHANGED, [UpgradeReason(code=NUMERICS_CHANGED,
+                                                      message=_changed_message(state))]
     return UpgradeVerdict.SAME, []
 
 
@@ -141,11 +151,13 @@ def _environment(environment: Environment | None) -> dict[str, Any] | None:
 
 def _reproducibility(state: UpgradeState) -> dict[str, Any]:
     baseline, candidate = state.gates.get("baseline"), state.gates.get("candidate")
-    return {"baseline": _gate_summary(baseline), "candidate": _gate_summary(candidate),
+    return {"baseline": _gate_summary(state, "baseline"),
+            "candidate": _gate_summary(state, "candidate"),
             "new_nondeterministic_ops": _new_ops(baseline, candidate)}
 
 
-def _gate_summary(outcome: GateOutcome | None) -> dict[str, Any] | None:
+def _gate_summary(state: UpgradeState, role: Role) -> dict[str, Any] | None:
+    outcome = state.gates.get(role)
     if outcome is None:
         return None
     manifest = outcome.manifest
@@ -157,6 +169,8 @@ def _gate_summary(outcome: GateOutcome | None) -> dict[str, Any] | None:
         "cost": None if not cost else {"status": cost.get("status", "inconclusive"),
                                        "pct": cost.get("pct"),
                                        "ci95_pct": cost.get("ci95_pct")},
+        "reused": role in state.reused_gates,
+        "cache_key": state.gate_keys.get(role),
     }
 
 

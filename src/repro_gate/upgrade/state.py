@@ -30,6 +30,8 @@ class UpgradeState:
     changes: list[Change] = field(default_factory=list)
     environments: dict[Role, Environment] = field(default_factory=dict)
     gates: dict[Role, GateOutcome] = field(default_factory=dict)
+    gate_keys: dict[Role, str] = field(default_factory=dict)  # their cache keys
+    reused_gates: set[Role] = field(default_factory=set)  # read back from the cache
     comparison: Comparison | None = None  # baseline run A against candidate run A
     numerics_status: Numerics = Numerics.NOT_COMPARED
     trials: Trials | None = None

@@ -8,10 +8,14 @@ run of a culprit group runs to the end, so that its artifacts can be compared to
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from repro_gate import probe
 from repro_gate.compare.document import Comparison
@@ -19,7 +23,7 @@ from repro_gate.compare.run_pair import RunSide, compare_runs
 from repro_gate.compare.status import WITHIN_TOLERANCE, Numerics
 from repro_gate.compare.tolerance import Tolerance
 from repro_gate.config import Config, ToleranceConfig
-from repro_gate.environments import BuildEnvironment, Environment, Lock
+from repro_gate.environments import BuildEnvironment, Environment, LocalEnvironments, Lock
 from repro_gate.environments.launcher import InEnvironment, python_environment
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate import training_run, verdict
@@ -31,7 +35,9 @@ from repro_gate.upgrade.culprits import Outcome
 SinkFactory = Callable[[str], LineSink]
 BASELINE_SIDE = "baseline"
 CANDIDATE_SIDE = "candidate"
-# Building an environment that does not resolve or install answers "skip", not an error.
+# Building an environment that does not resolve or install answers "skip", not an error; an
+# index that cannot be reached (INDEX_UNREACHABLE) says nothing about the subset: it ends the
+# search with that error.
 SKIPPED_KINDS = frozenset({ErrorKind.LOCK_UNRESOLVABLE, ErrorKind.ENVIRONMENT})
 
 
@@ -42,9 +48,25 @@ def side(record: training_run.RunRecord, name: str) -> RunSide:
 
 def built(build: BuildEnvironment, pins: dict[str, str], what: str,
           sink: LineSink) -> Environment:
-    """The environment of `pins`, with status lines while it builds (a cached one is quick)."""
-    with progress.watching_build(f"{what} ({len(pins)} pinned packages)", sink):
+    """The environment of `pins`, with status lines while it builds (a cached one is quick):
+    packages installed so far and their bytes, where the environment is on this host."""
+    so_far = None
+    if isinstance(build, LocalEnvironments):
+        so_far = functools.partial(installed_so_far, build.directory(pins))
+    with progress.watching_build(f"{what} ({len(pins)} pinned packages)", sink, so_far):
         return build(pins)
+
+
+def installed_so_far(directory: Path) -> str:
+    """`2 packages installed, 1.4 MB`: how far the build of the environment in `directory`
+    got (the base's inherited packages are not in it)."""
+    packages, size = 0, 0
+    for root, subdirs, files in os.walk(directory):
+        packages += sum(1 for name in subdirs if name.endswith(".dist-info"))
+        for name in files:
+            with contextlib.suppress(OSError):
+                size += os.lstat(os.path.join(root, name)).st_size
+    return f"{packages} package{'' if packages == 1 else 's'} installed, {size / 1e6:.1f} MB"
 
 
 def numerics_status(comparison: Comparison, tolerance: ToleranceConfig,

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -44,10 +45,14 @@ def write_training(project: Path, noisy: bool = False) -> None:
 
 
 def upgrade(project: Path, index: PackageIndex, env_cache: Path, *args: str,
-            timeout: float = 420) -> subprocess.CompletedProcess[str]:
-    """`repro-gate upgrade` in `project`, packages from the local index only."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
-    env.update({"UV_NO_INDEX": "1", "UV_FIND_LINKS": str(index.path), "UV_OFFLINE": "1"})
+            timeout: float = 420, uv_env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    """`repro-gate upgrade` in `project`, packages from the local index only (or from where
+    `uv_env` says)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("GITHUB_", "INPUT_", "UV_NO_INDEX", "UV_FIND_LINKS", "UV_OFFLINE"))}
+    env.update(uv_env if uv_env is not None else
+               {"UV_NO_INDEX": "1", "UV_FIND_LINKS": str(index.path), "UV_OFFLINE": "1"})
     return subprocess.run(
         [sys.executable, "-m", "repro_gate", "upgrade", "--quiet", "--no-cost",
          "--inherit-site-packages", "--env-cache", str(env_cache), *args,
@@ -126,7 +131,7 @@ def test_a_candidate_that_makes_the_training_nondeterministic_is_not_reproducibl
     assert document["reproducibility"]["candidate"]["verdict"] == "fail"
 
 
-def test_a_broken_candidate_is_an_error_that_keeps_the_baseline_results(
+def test_a_broken_candidate_is_an_error_before_the_baseline_runs(
         trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
     broken = trainer / "broken.lock"
     text = (trainer / "uv.lock").read_text()
@@ -138,8 +143,9 @@ def test_a_broken_candidate_is_an_error_that_keeps_the_baseline_results(
     assert document["verdict"] == "error"
     assert document["reasons"][0]["code"] == "environment"
     assert "Traceback" not in done.stderr
-    assert document["reproducibility"]["baseline"]["verdict"] == "pass"
-    assert Path(document["reproducibility"]["baseline"]["manifest"]).is_file()
+    assert document["reproducibility"]["baseline"] is None  # both built before any run
+    assert document["baseline"]["environment"]["lock_sha256"]
+    assert ("kept: candidate lock" in done.stdout)
 
 
 def test_missing_lock_and_missing_candidate_are_one_line_errors(
@@ -229,8 +235,9 @@ def test_a_requirements_lock_of_any_name_is_recorded_with_a_valid_report(
     assert Path(document["baseline"]["lock"]).name == Path(lock_name).name
     assert "harmless" in (out / "upgrade.md").read_text()
     # never in silence: the environments' builds and every run say how they are doing
-    assert "[baseline environment] repro-gate: building the baseline environment (3 pinned" \
-        " packages): " in done.stderr
+    assert re.search(r"^\[baseline environment\] repro-gate: building the baseline environment"
+                     r" \(3 pinned packages\): \d+ packages? installed, \d+\.\d MB, \d+ s elapsed$",
+                     done.stderr, re.MULTILINE), done.stderr
     assert re.search(r"^\[candidate B\] repro-gate: .*elapsed", done.stderr, re.MULTILINE)
 
 
@@ -249,3 +256,117 @@ def test_a_report_that_cannot_be_written_is_an_error_recorded_in_its_place(
     # what the check found is kept beside the error
     assert document["reproducibility"]["candidate"]["verdict"] == "pass"
     assert document["numerics"]["status"] == "same"
+
+
+def requirements_project(make_project: Callable[[str], Path], candidate: str) -> Path:
+    project = make_project("requirements-bare")
+    write_training(project)
+    (project / "candidate.txt").write_text(candidate)
+    return project
+
+
+@pytest.mark.parametrize(("candidate", "code", "words"), [
+    ("numlib==9.9.9\nharmless==1.0\nleaf==1.0\n", "environment", "numlib"),
+    ("numlib==1.0\nharmless==1.1\nleaf==1.0\n", "lock_unresolvable", "leaf"),
+])
+def test_a_candidate_that_cannot_be_built_fails_before_any_run(
+        make_project: Callable[[str], Path], package_index: PackageIndex, env_cache: Path,
+        candidate: str, code: str, words: str) -> None:
+    project = requirements_project(make_project, candidate)
+    started = time.monotonic()
+    done = upgrade(project, package_index, env_cache, "--candidate-lock", "candidate.txt")
+    took = time.monotonic() - started
+    assert done.returncode == 2, done.stdout + done.stderr
+    document = report(project)
+    # nothing ran: the baseline's gate never started
+    assert document["reproducibility"]["baseline"] is None and document["runs"] == []
+    assert not (project / "repro-gate-out" / "upgrade" / "baseline").exists()
+    assert took < 30, took
+    (reason,) = document["reasons"]
+    assert reason["code"] == code and words in reason["message"]
+    # one line on the console, uv's own explanation in the record
+    assert "\n" not in reason["message"] and reason.get("detail")
+    assert f"{code}: " in done.stdout
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def refused_url() -> str:
+    """An index on a loopback port where nothing listens: every connection is refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/simple"
+
+
+def test_an_index_that_refuses_connections_is_index_unreachable(
+        make_project: Callable[[str], Path], package_index: PackageIndex,
+        env_cache: Path) -> None:
+    project = requirements_project(make_project, "")
+    url = refused_url()
+    done = upgrade(project, package_index, env_cache, "--upgrade",
+                   uv_env={"UV_INDEX_URL": url, "UV_HTTP_RETRIES": "0"})
+    assert done.returncode == 2, done.stdout + done.stderr
+    (reason,) = report(project)["reasons"]
+    assert reason["code"] == "index_unreachable", reason
+    assert "cannot be reached" in reason["message"] and "127.0.0.1" in reason["message"]
+    assert "index_unreachable" in done.stdout
+
+
+def test_an_identical_check_reuses_both_gate_results(
+        trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    started = time.monotonic()
+    first = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless")
+    first_seconds = time.monotonic() - started
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert report(trainer)["reproducibility"]["baseline"]["reused"] is False
+    started = time.monotonic()
+    again = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless")
+    again_seconds = time.monotonic() - started
+    assert again.returncode == 0, again.stdout + again.stderr
+    document = report(trainer)
+    for role in ("baseline", "candidate"):
+        summary = document["reproducibility"][role]
+        assert summary["reused"] is True and len(summary["cache_key"]) == 64
+        assert f"the {role} gate: reused its result from the cache" in again.stderr
+        assert Path(summary["manifest"]).is_file()
+    assert document["numerics"]["status"] == "same" and document["verdict"] == "same"
+    assert again_seconds < first_seconds / 2, (first_seconds, again_seconds)
+    # the code changed: the gates run again
+    (trainer / "train.py").write_text((trainer / "train.py").read_text() + "\n# edited\n")
+    edited = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless")
+    assert edited.returncode == 0, edited.stdout + edited.stderr
+    assert report(trainer)["reproducibility"]["baseline"]["reused"] is False
+
+
+def test_a_check_that_compared_nothing_never_says_bit_for_bit(
+        make_project: Callable[[str], Path], package_index: PackageIndex,
+        env_cache: Path) -> None:
+    project = requirements_project(make_project, "numlib==1.0\nharmless==1.0\nleaf==1.0\n")
+    done = upgrade(project, package_index, env_cache, "--candidate-lock", "candidate.txt")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert report(project)["numerics"]["status"] == "not_compared"
+    assert done.stdout.splitlines()[0] == ("repro-gate upgrade: SAME: nothing was compared:"
+                                           " the two locks pin the same versions")
+    assert "bit for bit" not in done.stdout
+    assert "bit for bit" not in (project / "repro-gate-out" / "upgrade.md").read_text()
+
+
+def test_an_unreachable_index_ends_the_culprit_search_instead_of_skipping(
+        make_project: Callable[[str], Path], package_index: PackageIndex,
+        env_cache: Path) -> None:
+    project = requirements_project(make_project, "numlib==1.1\nharmless==1.1\nleaf==1.1\n")
+    # Both environments built (and both gates cached) while the index is there; under this
+    # tolerance the numerics are the same, so no search runs.
+    first = upgrade(project, package_index, env_cache, "--candidate-lock", "candidate.txt",
+                    "--upgrade-tolerance", "atol=1e-3,rtol=1e-3")
+    assert first.returncode == 0, first.stdout + first.stderr
+    # Bitwise they changed: the search needs mixtures the cache does not hold, and the index
+    # now refuses every connection.
+    done = upgrade(project, package_index, env_cache, "--candidate-lock", "candidate.txt",
+                   uv_env={"UV_INDEX_URL": refused_url(), "UV_HTTP_RETRIES": "0"})
+    assert done.returncode == 2, done.stdout + done.stderr
+    document = report(project)
+    (reason,) = document["reasons"]
+    assert reason["code"] == "index_unreachable", reason
+    assert document["culprit_search"]["trials"] == []  # no trial counted as a skip
+    assert document["numerics"]["status"] == "changed"

@@ -64,7 +64,9 @@ def upgrade_document(verdict: str, output_dir: Path, culprits: tuple[str, ...] =
                       "upgrade": [], "environment": None},
         "changes": [change("numlib", "1.0", "1.1"), change("harmless", "1.0", "1.1"),
                     change("leaf", "1.0", "1.1", direct=False)],
-        "numerics": {"status": "same", "tolerance": "bitwise", "comparison": None},
+        "numerics": {"status": "same", "tolerance": "bitwise", "comparison": {
+            "basis": "bitwise", "first_divergence": None, "artifacts": [],
+            "trajectory": {"steps_compared": 6, "status": "equal"}}},
         "reproducibility": {"baseline": gate_summary(), "candidate": gate_summary(),
                             "new_nondeterministic_ops": []},
         "culprits": [],

@@ -2,7 +2,8 @@
 
 Every tool runs with the user's environment minus the gate's own credentials (an index token
 in `UV_INDEX_*` is the user's and passes; `GITHUB_TOKEN` never does), and its output captured:
-a failure becomes one line, the tool's last meaningful line.
+a failure becomes one line, the tool's last meaningful line, with the credentials of any
+index URL in it masked.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from repro_gate.credentials import without_credentials
+from repro_gate.credentials import mask_url_credentials, without_credentials
 from repro_gate.errors import one_line
 
 # uv's progress and summary lines: never the reason a command failed.
 _CHATTER = ("Using ", "Resolved ", "Prepared ", "Installed ", "Uninstalled ", "Audited ",
             "Checked ", "Building ", "Built ", "Creating ", "Activate with", "Found ",
-            "hint:", "help:", "warning:", "DEPRECATION:", "WARNING:", "[notice]")
+            "hint:", "help:", "warning:", "DEPRECATION:", "WARNING:", "[notice]",
+            # the digests under a hash mismatch: the line above them says what failed
+            "Expected:", "Computed:", "sha256:", "sha384:", "sha512:", "md5:")
 # Prefixes uv and pip put before the line that says what went wrong.
 _PREFIXES = ("\N{MULTIPLICATION SIGN}", "╰─▶", "├─▶", "error:", "ERROR:", "cause:", "Caused by:")
 
@@ -58,4 +61,4 @@ def failure_line(completed: subprocess.CompletedProcess[str]) -> str:
         for prefix in _PREFIXES:
             if line.startswith(prefix):
                 line, stripped = line[len(prefix):].strip(), True
-    return one_line(line or meaningful[-1])
+    return mask_url_credentials(one_line(line or meaningful[-1]))

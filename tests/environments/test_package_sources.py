@@ -54,10 +54,11 @@ def test_a_uv_index_is_the_only_place_its_packages_come_from_with_the_password_k
         tmp_path: Path, private_index: SimpleIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("UV_INDEX_PRIVATE_USERNAME", "reader")
     monkeypatch.setenv("UV_INDEX_PRIVATE_PASSWORD", SECRET)
+    url = private_index.url(with_credentials=False)  # uv takes the password from UV_INDEX_*
     lock_path = lock_project(tmp_path / "project", (
         '[project]\nname = "trainer"\nversion = "0.1.0"\nrequires-python = ">=3.10"\n'
         'dependencies = ["rgsrc-alpha==1.0"]\n\n'
-        f'[[tool.uv.index]]\nname = "private"\nurl = "{private_index.url(with_credentials=False)}"\n'
+        f'[[tool.uv.index]]\nname = "private"\nurl = "{url}"\n'
         'explicit = true\n\n[tool.uv.sources]\nrgsrc-alpha = { index = "private" }\n'))
     private_index.requests.clear()
     lock = read_lock(lock_path)

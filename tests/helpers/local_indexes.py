@@ -81,10 +81,10 @@ def serving(index: SimpleIndex) -> Iterator[SimpleIndex]:
     """Serve `index` on 127.0.0.1 (a free port) in a thread until the block ends."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_HEAD(self) -> None:  # noqa: N802 - the names http.server calls
+        def do_HEAD(self) -> None:
             self._answer(with_body=False)
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             index.requests.append(self.path)
             self._answer(with_body=True)
 
@@ -119,7 +119,7 @@ def serving(index: SimpleIndex) -> Iterator[SimpleIndex]:
                 return (index.wheels / parts[1]).read_bytes()
             return None
 
-        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        def log_message(self, format: str, *args: object) -> None:
             return None
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", index.port), Handler)

@@ -235,3 +235,16 @@ def test_the_index_options_are_the_environments_identity(
     assert built[0].path != built[1].path
     assert env_python_value(built[1].python, "rgsrc_alpha.WHERE", "rgsrc_alpha") == "two"
     assert os.environ.get("UV_OFFLINE") == "1"  # nothing here needed the network
+
+
+def test_a_direct_reference_is_a_pin_installed_from_its_url_with_its_hash(
+        tmp_path: Path, uv_session: None) -> None:
+    wheel = make_wheel(tmp_path / "wheels", "cpubuild", "2.13.0+cpu")
+    lock_path = tmp_path / "requirements.txt"
+    lock_path.write_text(f"cpubuild @ {wheel.as_uri()} --hash=sha256:{sha256_of(wheel)}\n")
+    lock = read_lock(lock_path)
+
+    environment = LocalEnvironments(tmp_path / "envs", sources=lock.sources)(lock.pins())
+
+    assert lock.pins() == {"cpubuild": "2.13.0+cpu"}
+    assert env_python_value(environment.python, "cpubuild.VERSION", "cpubuild") == "2.13.0+cpu"

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 from repro_gate.credentials import mask_url_credentials
 from repro_gate.errors import ErrorKind, GateError
@@ -167,10 +167,11 @@ def _uv_lock_sources(lock_path: Path, document: Mapping[str, Any], project: Path
         elif "git" in source:
             origin = Origin((), f"{name} @ {_git_reference(str(source['git']), where)}")
         elif "path" in source or "directory" in source:
+            # built from the checkout, not a pin (uv_graph.LOCAL_SOURCES): in every environment
             target = (project / str(source.get("path", source.get("directory")))).resolve()
-            if "directory" in source and target == project.resolve():
-                continue  # the project itself: it runs from the checkout
-            origin = Origin((), f"{name} @ {target.as_uri()}", hashes)
+            if target != project.resolve():
+                local.append(Origin((), f"{name} @ {target.as_uri()}", hashes))
+            continue
         else:
             raise _refused(f"{where}: source {_show(source)} is not understood")
         pinned[(name, version)] = origin
@@ -223,7 +224,7 @@ class _ProjectIndexes:
         if "://" not in registry:
             folder = (self.project / registry).resolve()
             if registry in self.indexes and registry not in self.flat:
-                return ("--no-index", f"--extra-index-url {folder.as_uri()}")
+                return (f"--index-url {folder.as_uri()}",)
             return ("--no-index", f"--find-links {folder}")
         configured, name = self.indexes.get(_plain(registry), (registry, ""))
         url = _with_credentials(configured, name, self.environ)
@@ -391,7 +392,7 @@ def _pin_of(requirement: str, where: str) -> tuple[str, str]:
 def direct_version(reference: str) -> str:
     """The version a direct reference pins: the version in a wheel's or sdist's file name,
     else the reference itself (a commit, a path)."""
-    filename = urlsplit(reference).path.rsplit("/", 1)[-1]
+    filename = unquote(urlsplit(reference).path.rsplit("/", 1)[-1])  # `%2B`: a `+`
     wheel = re.match(r"^[^-]+-(?P<version>[^-]+)-.*\.whl$", filename)
     sdist = re.match(r"^.+-(?P<version>[0-9][^-]*)\.(tar\.gz|zip)$", filename)
     found = wheel or sdist

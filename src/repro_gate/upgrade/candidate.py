@@ -151,9 +151,12 @@ def _compile_input(baseline: Lock, request: UpgradeRequest, work: Path) -> str:
         return source.name
     lines = []
     for name, package in baseline.packages.items():
+        origin = baseline.sources.pinned.get((name, package.version))
         if not package.applies:
             continue  # compiled for this interpreter: its markers would drop it anyway
-        if request.everything:
+        if origin is not None and " @ " in origin.requirement:
+            lines.append(origin.requirement)  # a direct reference names its artifact: kept
+        elif request.everything:
             if package.direct:
                 lines.append(name)
         elif name in request.packages:

@@ -81,11 +81,16 @@ if spec["inherit"]:
     with open(os.path.join(site_dir, spec["pth"]), "w") as handle:
         handle.write("import site; " + added + "\n" if added else "")
 with open(path(spec["pins_file"]), "w") as handle:
-    handle.write("".join(name + "==" + version + "\n" for name, version in spec["install"].items()))
-if spec["install"]:
+    handle.write(spec["pins_text"])  # credentials masked
+for number, group in enumerate(spec["groups"]):
+    # One install per source; its file (credentials in it) lives in the container's tmpfs.
+    group_file = "/tmp/repro-gate-install-%d.txt" % number
+    with open(group_file, "w") as handle:
+        handle.write(group["text"])
+    hashes = ["--require-hashes"] if group["hashes"] else []
     # Compiled now: the training mounts the volume read-only, so it could never cache them.
     run("install", [uv, "pip", "install", "--python", python, "--no-deps", "--compile-bytecode",
-                    *spec["index_args"], "-r", path(spec["pins_file"])])
+                    *hashes, "-r", group_file])
 if spec["inherit"]:
     check = [python, "-c", spec["facts"]]
 else:

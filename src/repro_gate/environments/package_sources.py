@@ -102,6 +102,18 @@ class PackageSources:
         return tuple(dict.fromkeys(option for origin in self.pinned.values()
                                    for option in origin.options))
 
+    def local_folders(self) -> tuple[Path, ...]:
+        """The folders on this host the origins read from (find-links folders, local indexes,
+        `file:` artifacts, editable folders): what a build elsewhere must see at the same path."""
+        words = [word for origin in (*self.pinned.values(), *self.local)
+                 for line in (*origin.options, origin.requirement) for word in line.split()]
+        folders = []
+        for word in words:
+            path = Path(unquote(urlsplit(word).path)) if word.startswith("file:") else Path(word)
+            if path.is_absolute() and path.exists():
+                folders.append(path if path.is_dir() else path.parent)
+        return tuple(dict.fromkeys(folders))
+
     def merged(self, other: PackageSources) -> PackageSources:
         """These origins, then `other`'s for the pins these do not know (the candidate's)."""
         return PackageSources({**other.pinned, **self.pinned},
@@ -122,6 +134,17 @@ class PackageSources:
             groups.append(InstallGroup(self.local[0].options,
                                        tuple(origin.line() for origin in self.local), False))
         return groups
+
+
+def option_lines(args: tuple[str, ...]) -> tuple[str, ...]:
+    """`("--no-index", "--find-links", DIR)` as requirements-file lines."""
+    lines: list[str] = []
+    for arg in args:
+        if lines and not arg.startswith("-"):
+            lines[-1] += f" {arg}"
+        else:
+            lines.append(arg)
+    return tuple(lines)
 
 
 def masked(text: str) -> str:

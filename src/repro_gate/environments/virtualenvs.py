@@ -42,7 +42,12 @@ from pathlib import Path
 
 from repro_gate.environments.installer import failure_line, run_tool, uv_binary
 from repro_gate.environments.interpreter import Interpreter, already_met, inspect, unmet
-from repro_gate.environments.package_sources import InstallGroup, PackageSources, masked
+from repro_gate.environments.package_sources import (
+    InstallGroup,
+    PackageSources,
+    masked,
+    option_lines,
+)
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.fingerprint.lockfiles import canonical_name
 
@@ -168,7 +173,7 @@ class LocalEnvironments:
                 ) -> list[InstallGroup]:
         """The installs of the pins the base does not meet, each from its own origin."""
         install = {name: version for name, version in pins.items() if name not in inherited}
-        return self.sources.groups(install, _option_lines(self.index_args))
+        return self.sources.groups(install, option_lines(self.index_args))
 
     def _install(self, path: Path, group: InstallGroup, number: int) -> None:
         """One group, from a requirements file that holds its index options: uv and pip read
@@ -213,17 +218,6 @@ class LocalEnvironments:
             raise GateError(f"{what}: {one_line(error)}", kind=ErrorKind.ENVIRONMENT) from None
         if completed.returncode != 0:
             raise GateError(f"{what}: {failure_line(completed)}", kind=ErrorKind.ENVIRONMENT)
-
-
-def _option_lines(args: tuple[str, ...]) -> tuple[str, ...]:
-    """`("--no-index", "--find-links", DIR)` as requirements-file lines."""
-    lines: list[str] = []
-    for arg in args:
-        if lines and not arg.startswith("-"):
-            lines[-1] += f" {arg}"
-        else:
-            lines.append(arg)
-    return tuple(lines)
 
 
 def pins_sha256(pins: Mapping[str, str]) -> str:

@@ -215,7 +215,7 @@ def environments_for(config: Config, sources: PackageSources | None = None) -> B
     if config.container.image:
         from repro_gate.environments.docker_volumes import DockerEnvironments
 
-        return DockerEnvironments.for_config(config)
+        return DockerEnvironments.for_config(config, sources)
     return LocalEnvironments(upgrade.cache_path, upgrade.inherit_site_packages,
                              sources=sources or PackageSources())
 

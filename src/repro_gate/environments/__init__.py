@@ -7,6 +7,7 @@
     docker_build.py     the script that builds one in a sibling container, and its answer
     interpreter.py      what an interpreter sees; pins met (inherit_site_packages)
     package_sources.py  where each locked package comes from (indexes, find-links, URLs, git)
+    requirements_sources.py  the same for a requirements file (its options and lines)
     installer.py        running uv (pip as the fallback), one-line failures
     launcher.py         `InEnvironment`: a launcher whose runs use an environment
 

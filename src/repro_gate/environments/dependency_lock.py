@@ -27,7 +27,8 @@ from packaging.markers import default_environment
 from packaging.version import InvalidVersion, Version
 
 from repro_gate import parsing
-from repro_gate.environments.package_sources import PackageSources, read_sources
+from repro_gate.environments.package_sources import PackageSources, uv_lock_sources
+from repro_gate.environments.requirements_sources import requirements_sources
 from repro_gate.environments.uv_graph import holds, read_graph
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.fingerprint import lockfiles
@@ -164,12 +165,12 @@ def _uv_lock(path: Path, text: str, sha256: str, where: str, project: Path) -> L
         version = graph.applies[name] if applies else _highest(versions)
         packages[name] = LockedPackage(name, version, name in graph.direct, applies)
     return Lock(path, "uv.lock", sha256, packages, parsed["hash_pinned"], graph.local,
-                read_sources(path, document, project))
+                uv_lock_sources(path, document, project))
 
 
 def _requirements(path: Path, text: str, sha256: str, where: str, project: Path) -> Lock:
     parsed = lockfiles.parse_requirements(text)
-    sources = read_sources(path, text, project)
+    sources = requirements_sources(path, text, project)
     for (name, version), origin in sources.pinned.items():
         if " @ " in origin.requirement:  # a direct reference pins what it names
             parsed["pins"].setdefault(name, []).append(version)

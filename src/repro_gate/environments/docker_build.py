@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from repro_gate.environments.installer import failure_line
+from repro_gate.environments.package_sources import InstallGroup
 from repro_gate.errors import ErrorKind, GateError
 
 BUILD_SCRIPT = r"""
@@ -99,6 +100,15 @@ done = subprocess.run(check, capture_output=True, text=True)
 write(spec["built"], {"key": spec["key"], "check": output(done), "python": sys.executable})
 say(check=output(done), python=sys.executable)
 """
+
+
+def build_request(key: str, groups: list[InstallGroup]) -> dict[str, Any]:
+    """The spec of a build: one install per group (the text with its index passwords, read in
+    the container's tmpfs), and what the volume keeps of them (masked)."""
+    return {"mode": "build", "key": key,
+            "groups": [{"text": group.text(), "hashes": group.require_hashes}
+                       for group in groups],
+            "pins_text": "".join(group.masked_text() for group in groups)}
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,8 @@ image's ID is the digest of its content, so another image (another Python, other
 packages) gets other volumes, and the same image on the next run reuses them. The build
 container runs, with the image's own `python` (the interpreter the training finds), the same
 steps as LocalEnvironments: `uv venv [--system-site-packages] --python <that python>`, then
-`uv pip install --no-deps` of the pins, each from its own source (package_sources.py; the
-group files with index credentials live in the build container's tmpfs only, and the local
-folders the sources name are mounted read-only where the gate sees them), then the
+`uv pip install --no-deps` of the pins from their sources (package_sources.py; files with
+index passwords only in the container's tmpfs, local source folders mounted), then the
 consistency check (`uv pip check`; with inherit_site_packages what the environment's
 interpreter sees, judged here by interpreter.unmet). uv is this host's binary (it needs glibc
 only), mounted read-only.
@@ -57,7 +56,7 @@ import requests.exceptions
 
 from repro_gate.config import Config
 from repro_gate.credentials import without_credentials
-from repro_gate.environments.docker_build import BUILD_SCRIPT, BuildAnswer
+from repro_gate.environments.docker_build import BUILD_SCRIPT, BuildAnswer, build_request
 from repro_gate.environments.installer import failure_line, uv_binary
 from repro_gate.environments.interpreter import (
     FACTS_SCRIPT,
@@ -66,12 +65,7 @@ from repro_gate.environments.interpreter import (
     already_met,
     unmet,
 )
-from repro_gate.environments.package_sources import (
-    InstallGroup,
-    PackageSources,
-    masked,
-    option_lines,
-)
+from repro_gate.environments.package_sources import InstallGroup, PackageSources, option_lines
 from repro_gate.environments.virtualenvs import (
     ENV_MARKER,
     INHERIT_PTH,
@@ -173,7 +167,7 @@ class DockerEnvironments:
                            reused, Path(str(ENV_ROOT)), tuple(marker.installed), volume)
 
     def _key(self, pins: Mapping[str, str]) -> str:
-        installs = [masked(group.text()) for group in self._groups(pins)]
+        installs = [group.masked_text() for group in self._groups(pins)]
         identity = {"image": self.image_id, "pins": pins, "inherit": self.inherit_site_packages,
                     "sources": installs}
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
@@ -182,11 +176,7 @@ class DockerEnvironments:
         self._volume(volume, key)
         inherited = self._inherited(pins)
         install = {name: version for name, version in pins.items() if name not in inherited}
-        groups = self._groups(pins)
-        request = {"mode": "build", "key": key,
-                   "pins_text": "".join(masked(group.text()) for group in groups),
-                   "groups": [{"text": group.text(), "hashes": group.require_hashes}
-                              for group in groups]}
+        request = build_request(key, self._groups(pins))
         for _ in range(SEAL_ATTEMPTS):
             built = self._script(volume, request)
             if built.marker is not None:

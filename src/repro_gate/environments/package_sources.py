@@ -12,7 +12,7 @@ configuration, never the pins alone.
   `--trusted-host`, `--no-index`, `--pre`, `--prefer-binary`, `--only-binary`, `--no-binary`
   lines apply to its pins as pip would apply them (uv reads them from the file it installs);
   `--hash` options are enforced (`--require-hashes` as soon as one pin has one); `name @ URL`
-  and `-e` lines are installed as they say.
+  and `-e` lines are installed as they say (requirements_sources.py reads them).
 
 What cannot be honoured is refused in one line naming the file and line (a LOCKFILE
 GateError), never dropped: an editable path outside the project, a VCS pin without a commit,
@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,15 +46,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 VCS_SCHEMES = ("git+", "hg+", "svn+", "bzr+")
-_COMMIT = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
-# Options of a requirements file that apply to the whole file and that uv reads there too.
-_VALUE_OPTIONS = {"-i": "--index-url", "--index-url": "--index-url",
-                  "--extra-index-url": "--extra-index-url", "-f": "--find-links",
-                  "--find-links": "--find-links", "--trusted-host": "--trusted-host",
-                  "--only-binary": "--only-binary", "--no-binary": "--no-binary"}
-_FLAG_OPTIONS = ("--no-index", "--pre", "--prefer-binary")
-_EDITABLE = ("-e", "--editable")
-_NAME = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*")
+COMMIT = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 
 
 @dataclass(frozen=True)
@@ -79,6 +71,10 @@ class InstallGroup:
 
     def text(self) -> str:
         return "".join(f"{line}\n" for line in (*self.options, *self.lines))
+
+    def masked_text(self) -> str:
+        """The text as it may be written down: index passwords masked."""
+        return masked(self.text())
 
 
 @dataclass(frozen=True)
@@ -152,18 +148,9 @@ def masked(text: str) -> str:
     return mask_url_credentials(text)
 
 
-def read_sources(lock_path: Path, document_or_text: Mapping[str, Any] | str, project: Path,
-                 environ: Mapping[str, str] = os.environ) -> PackageSources:
-    """The origins of a parsed uv.lock (a mapping) or of a requirements file (its text)."""
-    if isinstance(document_or_text, str):
-        return _requirements_sources(lock_path, document_or_text, project)
-    return _uv_lock_sources(lock_path, document_or_text, project, environ)
-
-
-# uv.lock ----------------------------------------------------------------------------------
-
-def _uv_lock_sources(lock_path: Path, document: Mapping[str, Any], project: Path,
-                     environ: Mapping[str, str]) -> PackageSources:
+def uv_lock_sources(lock_path: Path, document: Mapping[str, Any], project: Path,
+                    environ: Mapping[str, str] = os.environ) -> PackageSources:
+    """The origins of a parsed uv.lock's packages; relative paths start at `project`."""
     config = _ProjectIndexes.read(project / "pyproject.toml", project, environ)
     pinned: dict[tuple[str, str], Origin] = {}
     local: list[Origin] = []
@@ -174,7 +161,7 @@ def _uv_lock_sources(lock_path: Path, document: Mapping[str, Any], project: Path
         if "virtual" in source:
             continue
         if "editable" in source:
-            directory = _inside(project, source["editable"], where, "an editable install")
+            directory = inside_project(project, source["editable"], where, "an editable install")
             if directory is not None:
                 local.append(Origin((), f"-e {directory}"))
             continue
@@ -196,7 +183,7 @@ def _uv_lock_sources(lock_path: Path, document: Mapping[str, Any], project: Path
                 local.append(Origin((), f"{name} @ {target.as_uri()}", hashes))
             continue
         else:
-            raise _refused(f"{where}: source {_show(source)} is not understood")
+            raise refused(f"{where}: source {_show(source)} is not understood")
         pinned[(name, version)] = origin
     return PackageSources(pinned, tuple(local))
 
@@ -210,8 +197,8 @@ def _git_reference(url: str, where: str) -> str:
     """uv.lock's `https://host/repo?rev=…&subdirectory=…#<commit>` as a pip reference at the
     commit: `git+https://host/repo@<commit>#subdirectory=…`."""
     parts = urlsplit(url)
-    if not _COMMIT.fullmatch(parts.fragment):
-        raise _refused(f"{where}: git source {masked(url)} has no commit")
+    if not COMMIT.fullmatch(parts.fragment):
+        raise refused(f"{where}: git source {masked(url)} has no commit")
     base = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
     subdirectory = parse_qs(parts.query).get("subdirectory")
     tail = f"#subdirectory={subdirectory[0]}" if subdirectory else ""
@@ -279,139 +266,6 @@ def _with_credentials(url: str, name: str, environ: Mapping[str, str]) -> str:
                        parts.fragment))
 
 
-# requirements files -----------------------------------------------------------------------
-
-def _requirements_sources(path: Path, text: str, project: Path) -> PackageSources:
-    options: list[str] = []
-    entries: list[tuple[int, str, tuple[str, ...]]] = []  # line, requirement, hashes
-    local: list[Origin] = []
-    for number, tokens in _logical_lines(text):
-        where = f"{path}:{number}"
-        head = tokens[0]
-        option, value = _split_option(head, tokens)
-        if option in _VALUE_OPTIONS:
-            options.append(f"{_VALUE_OPTIONS[option]} {_located(value, project, option)}")
-        elif option in _FLAG_OPTIONS:
-            options.append(option)
-        elif option in _EDITABLE:
-            editable = _editable(value, project, where)
-            if editable is None:
-                continue  # the project itself: it runs from the checkout
-            if editable.requirement.startswith("-e "):
-                local.append(editable)
-            else:
-                entries.append((number, editable.requirement, ()))
-        elif head.startswith("-"):
-            raise _refused(f"{where}: {option} is not supported in a lock the check installs")
-        else:
-            requirement, hashes = _requirement(tokens, where)
-            entries.append((number, requirement, hashes))
-    group = tuple(options)
-    pinned = {}
-    for number, requirement, hashes in entries:
-        name, version = _pin_of(requirement, f"{path}:{number}")
-        pinned[(name, version)] = Origin(group, requirement, hashes)
-    return PackageSources(pinned, tuple(local))
-
-
-def _logical_lines(text: str) -> Iterator[tuple[int, list[str]]]:
-    """(first line number, tokens) of each logical line: continuations joined, comments gone."""
-    pending, start = "", 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
-        if not pending:
-            start = number
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        line, pending = (pending + line).strip(), ""
-        if line:
-            yield start, line.split()
-    if pending.strip():
-        yield start, pending.split()
-
-
-def _split_option(head: str, tokens: list[str]) -> tuple[str, str]:
-    """`--index-url=URL`, `--index-url URL`, `-iURL` -> ("--index-url", "URL")."""
-    if head.startswith("--") and "=" in head:
-        option, _, value = head.partition("=")
-        return option, value
-    if head.startswith("-") and not head.startswith("--") and len(head) > 2:
-        return head[:2], head[2:]
-    return head, " ".join(tokens[1:])
-
-
-def _located(value: str, project: Path, option: str) -> str:
-    """A find-links path made absolute; URLs as they are."""
-    if option in ("-f", "--find-links") and "://" not in value:
-        return str((project / value).resolve())
-    return value
-
-
-def _editable(value: str, project: Path, where: str) -> Origin | None:
-    """`-e DIR` inside the project; `-e git+URL@commit#egg=name` installed at that commit;
-    None for the project itself."""
-    if value.startswith(VCS_SCHEMES):
-        name = re.search(r"[#&]egg=([A-Za-z0-9._-]+)", value)
-        if name is None:
-            raise _refused(f"{where}: -e {masked(value)} names no package (#egg=name)")
-        reference = _vcs_reference(value.split("#", 1)[0], where)
-        return Origin((), f"{canonical_name(name[1])} @ {reference}")
-    directory = _inside(project, value, where, "an editable install")
-    return None if directory is None else Origin((), f"-e {directory}")
-
-
-def _requirement(tokens: list[str], where: str) -> tuple[str, tuple[str, ...]]:
-    """A pin or a direct reference, without its marker (only pins that apply are installed),
-    and its hashes."""
-    hashes, words = [], []
-    index = 0
-    while index < len(tokens):
-        token = tokens[index]
-        if token.startswith("--hash"):
-            digest = token.partition("=")[2] or (tokens[index + 1] if index + 1 < len(tokens)
-                                                  else "")
-            index += 1 if "=" in token else 2
-            hashes.append(digest)
-            continue
-        if token.startswith("-"):
-            raise _refused(f"{where}: {token} is not supported on a requirement line")
-        words.append(token)
-        index += 1
-    requirement = " ".join(words).split(";", 1)[0].strip()
-    if "@" in requirement and "==" not in requirement:
-        name, _, url = requirement.partition("@")
-        url = url.strip()
-        if url.startswith(VCS_SCHEMES):
-            url = _vcs_reference(url, where)
-        requirement = f"{name.strip()} @ {url}"
-    elif "://" in requirement or requirement.startswith((".", "/")):
-        raise _refused(f"{where}: {masked(requirement)} is a direct reference without a name"
-                       " (write name @ URL)")
-    return requirement, tuple(hashes)
-
-
-def _vcs_reference(url: str, where: str) -> str:
-    """A VCS URL pinned to a full commit, as it is; anything else is refused."""
-    parts = urlsplit(url)
-    revision = parts.path.rpartition("@")[2] if "@" in parts.path else ""
-    if not _COMMIT.fullmatch(revision):
-        raise _refused(f"{where}: {masked(url)} is a VCS pin without a commit"
-                       " (pin it to a full commit hash)")
-    return url
-
-
-def _pin_of(requirement: str, where: str) -> tuple[str, str]:
-    """(name, version) of a line as the lock reader pins it: `==version`, or the reference."""
-    match = _NAME.match(requirement)
-    if match is None:
-        raise _refused(f"{where}: {masked(requirement)} is not a requirement")
-    name, rest = canonical_name(match["name"]), requirement[match.end():].strip()
-    if rest.startswith("@"):
-        return name, direct_version(rest[1:].strip())
-    return name, rest.lstrip("=").strip()
-
-
 def direct_version(reference: str) -> str:
     """The version a direct reference pins: the version in a wheel's or sdist's file name,
     else the reference itself (a commit, a path)."""
@@ -422,7 +276,7 @@ def direct_version(reference: str) -> str:
     return found["version"] if found else reference
 
 
-def _inside(project: Path, target: str, where: str, what: str) -> Path | None:
+def inside_project(project: Path, target: str, where: str, what: str) -> Path | None:
     """The directory `target` (relative to the project) when it lies inside the project and is
     not the project itself; None for the project; refused outside it."""
     root = project.resolve()
@@ -430,7 +284,7 @@ def _inside(project: Path, target: str, where: str, what: str) -> Path | None:
     if directory == root:
         return None
     if root not in directory.parents:
-        raise _refused(f"{where}: {what} of {directory} outside the project ({root}) cannot be"
+        raise refused(f"{where}: {what} of {directory} outside the project ({root}) cannot be"
                        " reproduced")
     return directory
 
@@ -439,5 +293,5 @@ def _show(source: Mapping[str, Any]) -> str:
     return masked(", ".join(f"{key} = {value}" for key, value in source.items()))
 
 
-def _refused(message: str) -> GateError:
+def refused(message: str) -> GateError:
     return GateError(masked(message), kind=ErrorKind.LOCKFILE)

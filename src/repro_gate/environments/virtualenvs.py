@@ -42,12 +42,7 @@ from pathlib import Path
 
 from repro_gate.environments.installer import failure_line, run_tool, uv_binary
 from repro_gate.environments.interpreter import Interpreter, already_met, inspect, unmet
-from repro_gate.environments.package_sources import (
-    InstallGroup,
-    PackageSources,
-    masked,
-    option_lines,
-)
+from repro_gate.environments.package_sources import InstallGroup, PackageSources, option_lines
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.fingerprint.lockfiles import canonical_name
 
@@ -131,7 +126,7 @@ class LocalEnvironments:
         return already_met(self._base, pins) if self.inherit_site_packages else {}
 
     def _key(self, pins: Mapping[str, str], inherited: Mapping[str, str]) -> str:
-        installs = [masked(group.text()) for group in self._groups(pins, inherited)]
+        installs = [group.masked_text() for group in self._groups(pins, inherited)]
         identity = {"python": self._base.executable, "version": self._base.version,
                     "pins": pins, "inherit": self.inherit_site_packages, "sources": installs,
                     "inherited": inherited,
@@ -145,7 +140,7 @@ class LocalEnvironments:
         self._create(path)
         install = {name: version for name, version in pins.items() if name not in inherited}
         groups = self._groups(pins, inherited)
-        (path / PINS_FILE).write_text("".join(masked(group.text()) for group in groups))
+        (path / PINS_FILE).write_text("".join(group.masked_text() for group in groups))
         for number, group in enumerate(groups, start=1):
             self._install(path, group, number)
         marker = _Marker(key, "uv" if self._uv else "pip", self._base.executable, pins,

@@ -83,6 +83,9 @@ class PackageSources:
 
     pinned: Mapping[tuple[str, str], Origin] = field(default_factory=dict)  # (name, version)
     local: tuple[Origin, ...] = ()  # the checkout's own packages, in every environment
+    # pip's rule (a requirements file): one hash in a group requires one of every pin; else
+    # (uv.lock) hashes are required where every pin has them, and checked where present
+    hash_any: bool = False
 
     def with_options_of(self, other: PackageSources) -> PackageSources:
         """A requirements lock without index options of its own takes `other`'s (a candidate
@@ -91,7 +94,8 @@ class PackageSources:
             return self
         options = next((origin.options for origin in other.pinned.values() if origin.options), ())
         return PackageSources({key: Origin(options, origin.requirement, origin.hashes)
-                               for key, origin in self.pinned.items()}, self.local)
+                               for key, origin in self.pinned.items()}, self.local,
+                              self.hash_any)
 
     def index_options(self) -> tuple[str, ...]:
         """The option lines of the pins' groups (a requirements file has one group)."""
@@ -113,7 +117,8 @@ class PackageSources:
     def merged(self, other: PackageSources) -> PackageSources:
         """These origins, then `other`'s for the pins these do not know (the candidate's)."""
         return PackageSources({**other.pinned, **self.pinned},
-                              tuple(dict.fromkeys((*self.local, *other.local))))
+                              tuple(dict.fromkeys((*self.local, *other.local))),
+                              self.hash_any or other.hash_any)
 
     def groups(self, pins: Mapping[str, str], fallback: tuple[str, ...] = ()
                ) -> list[InstallGroup]:
@@ -123,8 +128,9 @@ class PackageSources:
         for name, version in pins.items():
             origin = self.pinned.get((name, version)) or Origin(fallback, f"{name}=={version}")
             by_options.setdefault(origin.options or fallback, []).append(origin)
+        rule = any if self.hash_any else all
         groups = [InstallGroup(options, tuple(origin.line() for origin in origins),
-                               any(origin.hashes for origin in origins))
+                               rule(bool(origin.hashes) for origin in origins))
                   for options, origins in by_options.items()]
         if self.local:
             groups.append(InstallGroup(self.local[0].options,

@@ -68,7 +68,7 @@ def requirements_sources(path: Path, text: str, project: Path) -> PackageSources
     for number, requirement, hashes in entries:
         name, version = _pin_of(requirement, f"{path}:{number}")
         pinned[(name, version)] = Origin(group, requirement, hashes)
-    return PackageSources(pinned, tuple(local))
+    return PackageSources(pinned, tuple(local), hash_any=True)
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, list[str]]]:

@@ -7,6 +7,7 @@ The gate needs these to publish; the training never does. User variables (a data
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -129,6 +130,18 @@ def mask_document(document: Any, values: Sequence[str]) -> Any:
     if isinstance(document, list | tuple):
         return [mask_document(item, values) for item in document]
     return document
+
+
+# The password of a URL's user info (`https://user:token@host`), or a user name alone over
+# http(s) (`https://token@host`, how some indexes take a token).
+_URL_PASSWORD = re.compile(r"(?P<head>\b[a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@", re.IGNORECASE)
+_URL_TOKEN = re.compile(r"(?P<head>\bhttps?://)[^/\s:@]+@", re.IGNORECASE)
+
+
+def mask_url_credentials(text: str) -> str:
+    """`text` with the credentials of every URL in it masked: `https://user:***@host/…`,
+    `https://***@host/…`; the host and path stay, so a message still says which index."""
+    return _URL_TOKEN.sub(rf"\g<head>{MASK}@", _URL_PASSWORD.sub(rf"\g<head>{MASK}@", text))
 
 
 def strip_url_credentials(url: str) -> str:

@@ -84,7 +84,7 @@ def test_requirements_candidates_for_one_package(
         assert not relaxed.exists()
 
 
-def test_the_scratch_copy_leaves_out_what_resolving_never_reads(
+def test_the_scratch_copy_leaves_out_what_resolving_never_reads_and_links_large_files(
     make_project: Callable[[str], Path], package_index: PackageIndex,
 ) -> None:
     project = make_project("uv-project")
@@ -97,7 +97,9 @@ def test_the_scratch_copy_leaves_out_what_resolving_never_reads(
     _, candidate = candidate_of(project, "uv.lock", UpgradeRequest(), package_index, scratch)
 
     copied = {path.name for path in candidate.path.parent.iterdir()}
-    assert copied == {"pyproject.toml", "uv.lock", "train.py"}
+    assert copied == {"pyproject.toml", "uv.lock", "train.py", "data.bin"}
+    large = candidate.path.parent / "data.bin"  # linked, not copied: a wheel uv may need
+    assert large.is_symlink() and large.resolve() == (project / "data.bin").resolve()
 
 
 def test_a_given_candidate_is_read_in_the_baselines_format(

@@ -6,6 +6,8 @@
     docker_volumes.py   the same inside the training image, in volumes (`DockerEnvironments`)
     docker_build.py     the script that builds one in a sibling container, and its answer
     interpreter.py      what an interpreter sees; pins met (inherit_site_packages)
+    package_sources.py  where each locked package comes from (indexes, find-links, URLs, git)
+    requirements_sources.py  the same for a requirements file (its options and lines)
     installer.py        running uv (pip as the fallback), one-line failures
     launcher.py         `InEnvironment`: a launcher whose runs use an environment
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from repro_gate.environments.dependency_lock import Lock, LockedPackage, find_lock, read_lock
 from repro_gate.environments.docker_volumes import DockerEnvironments
+from repro_gate.environments.package_sources import PackageSources
 from repro_gate.environments.virtualenvs import (
     BuildEnvironment,
     Environment,
@@ -32,6 +35,7 @@ __all__ = [
     "LocalEnvironments",
     "Lock",
     "LockedPackage",
+    "PackageSources",
     "find_lock",
     "pins_sha256",
     "read_lock",

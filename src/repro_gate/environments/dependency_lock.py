@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -27,6 +27,8 @@ from packaging.markers import default_environment
 from packaging.version import InvalidVersion, Version
 
 from repro_gate import parsing
+from repro_gate.environments.package_sources import PackageSources, uv_lock_sources
+from repro_gate.environments.requirements_sources import requirements_sources
 from repro_gate.environments.uv_graph import holds, read_graph
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.fingerprint import lockfiles
@@ -64,6 +66,7 @@ class Lock:
     packages: dict[str, LockedPackage]  # by name, sorted
     hash_pinned: bool = False  # every pin carries an artifact hash
     local: tuple[str, ...] = ()  # the project and other packages built from the checkout
+    sources: PackageSources = field(default_factory=PackageSources)  # where each comes from
 
     def pins(self) -> dict[str, str]:
         """name -> version of the packages an environment built here contains."""
@@ -82,10 +85,13 @@ def find_lock(workdir: Path, configured: str | None = None) -> Path:
                     " (set upgrade.lock)", kind=ErrorKind.LOCKFILE)
 
 
-def read_lock(path: Path, *, role: str = "lockfile", fmt: LockFormat | None = None) -> Lock:
-    """Read `path` into a Lock; `fmt` is the format when the file name does not tell it.
+def read_lock(path: Path, *, role: str = "lockfile", fmt: LockFormat | None = None,
+              project: Path | None = None) -> Lock:
+    """Read `path` into a Lock; `fmt` is the format when the file name does not tell it;
+    `project` is the directory the lock's relative paths start from (default: the lock's).
 
-    Every problem is a LOCKFILE GateError of one line that starts with `role` and the path.
+    Every problem is a LOCKFILE GateError of one line that starts with `role` and the path
+    (a source the check cannot honour: the path and the line).
     """
     where = f"{role} {path}"
     text = _read_text(path, where)
@@ -93,8 +99,8 @@ def read_lock(path: Path, *, role: str = "lockfile", fmt: LockFormat | None = No
     sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()  # UTF-8 round-trips: the bytes
     try:
         if fmt == "uv.lock":
-            return _uv_lock(path, text, sha256, where)
-        return _requirements(path, text, sha256, where)
+            return _uv_lock(path, text, sha256, where, project or path.parent)
+        return _requirements(path, text, sha256, where, project or path.parent)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise _lock_error(f"{where}: cannot parse: {one_line(error)}") from None
 
@@ -142,7 +148,7 @@ def _format(path: Path, text: str, fmt: LockFormat | None, where: str) -> LockFo
     raise _lock_error(f"{where}: neither a uv.lock nor a pinned requirements file")
 
 
-def _uv_lock(path: Path, text: str, sha256: str, where: str) -> Lock:
+def _uv_lock(path: Path, text: str, sha256: str, where: str, project: Path) -> Lock:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
@@ -158,11 +164,17 @@ def _uv_lock(path: Path, text: str, sha256: str, where: str) -> Lock:
         applies = name in graph.applies
         version = graph.applies[name] if applies else _highest(versions)
         packages[name] = LockedPackage(name, version, name in graph.direct, applies)
-    return Lock(path, "uv.lock", sha256, packages, parsed["hash_pinned"], graph.local)
+    return Lock(path, "uv.lock", sha256, packages, parsed["hash_pinned"], graph.local,
+                uv_lock_sources(path, document, project))
 
 
-def _requirements(path: Path, text: str, sha256: str, where: str) -> Lock:
+def _requirements(path: Path, text: str, sha256: str, where: str, project: Path) -> Lock:
     parsed = lockfiles.parse_requirements(text)
+    sources = requirements_sources(path, text, project)
+    for (name, version), origin in sources.pinned.items():
+        if " @ " in origin.requirement:  # a direct reference pins what it names
+            parsed["pins"].setdefault(name, []).append(version)
+            parsed["unpinned"] = [other for other in parsed["unpinned"] if other != name]
     if parsed["unpinned"]:
         raise _lock_error(f"{where}: not a lock: {', '.join(parsed['unpinned'])} not pinned"
                           " with ==")
@@ -176,7 +188,7 @@ def _requirements(path: Path, text: str, sha256: str, where: str) -> Lock:
         here = [v for v in versions if holds(markers.get((name, v)), environment)]
         version = _highest(here or versions)
         packages[name] = LockedPackage(name, version, name in direct, applies=bool(here))
-    return Lock(path, "requirements", sha256, packages, parsed["hash_pinned"])
+    return Lock(path, "requirements", sha256, packages, parsed["hash_pinned"], (), sources)
 
 
 def _requirements_direct(path: Path, text: str, names: set[str]) -> set[str]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from repro_gate.environments.installer import failure_line
+from repro_gate.environments.package_sources import InstallGroup
 from repro_gate.errors import ErrorKind, GateError
 
 BUILD_SCRIPT = r"""
@@ -81,11 +82,16 @@ if spec["inherit"]:
     with open(os.path.join(site_dir, spec["pth"]), "w") as handle:
         handle.write("import site; " + added + "\n" if added else "")
 with open(path(spec["pins_file"]), "w") as handle:
-    handle.write("".join(name + "==" + version + "\n" for name, version in spec["install"].items()))
-if spec["install"]:
+    handle.write(spec["pins_text"])  # credentials masked
+for number, group in enumerate(spec["groups"]):
+    # One install per source; its file (credentials in it) lives in the container's tmpfs.
+    group_file = "/tmp/repro-gate-install-%d.txt" % number
+    with open(group_file, "w") as handle:
+        handle.write(group["text"])
+    hashes = ["--require-hashes"] if group["hashes"] else []
     # Compiled now: the training mounts the volume read-only, so it could never cache them.
     run("install", [uv, "pip", "install", "--python", python, "--no-deps", "--compile-bytecode",
-                    *spec["index_args"], "-r", path(spec["pins_file"])])
+                    *hashes, "-r", group_file])
 if spec["inherit"]:
     check = [python, "-c", spec["facts"]]
 else:
@@ -94,6 +100,15 @@ done = subprocess.run(check, capture_output=True, text=True)
 write(spec["built"], {"key": spec["key"], "check": output(done), "python": sys.executable})
 say(check=output(done), python=sys.executable)
 """
+
+
+def build_request(key: str, groups: list[InstallGroup]) -> dict[str, Any]:
+    """The spec of a build: one install per group (the text with its index passwords, read in
+    the container's tmpfs), and what the volume keeps of them (masked)."""
+    return {"mode": "build", "key": key,
+            "groups": [{"text": group.text(), "hashes": group.require_hashes}
+                       for group in groups],
+            "pins_text": "".join(group.masked_text() for group in groups)}
 
 
 @dataclass(frozen=True)

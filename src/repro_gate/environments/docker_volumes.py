@@ -5,14 +5,16 @@ which runs in a sibling container of the user's image: so the environment is bui
 image*, in a sibling container, into a named volume that the training container then mounts
 read-only at the same path (`ENV_ROOT`; launch/docker.py mounts `PythonEnvironment.volume`).
 
-One volume per key, `repro-gate-env-<24 hex of sha256(image ID, pins, inherit flag)>`: the
+One volume per key, `repro-gate-env-<24 hex of sha256(image ID, pins, sources, inherit flag)>`: the
 image's ID is the digest of its content, so another image (another Python, other inherited
 packages) gets other volumes, and the same image on the next run reuses them. The build
 container runs, with the image's own `python` (the interpreter the training finds), the same
 steps as LocalEnvironments: `uv venv [--system-site-packages] --python <that python>`, then
-`uv pip install --no-deps` of the pins, then the consistency check (`uv pip check`; with
-inherit_site_packages what the environment's interpreter sees, judged here by
-interpreter.unmet). uv is this host's binary (it needs glibc only), mounted read-only.
+`uv pip install --no-deps` of the pins from their sources (package_sources.py; files with
+index passwords only in the container's tmpfs, local source folders mounted), then the
+consistency check (`uv pip check`; with inherit_site_packages what the environment's
+interpreter sees, judged here by interpreter.unmet). uv is this host's binary (it needs glibc
+only), mounted read-only.
 
 The marker (virtualenvs.py's `env.json`) is written last, by a second short container, once
 the check is judged here. Concurrency: every container that builds or seals a volume first
@@ -54,7 +56,7 @@ import requests.exceptions
 
 from repro_gate.config import Config
 from repro_gate.credentials import without_credentials
-from repro_gate.environments.docker_build import BUILD_SCRIPT, BuildAnswer
+from repro_gate.environments.docker_build import BUILD_SCRIPT, BuildAnswer, build_request
 from repro_gate.environments.installer import failure_line, tool_error, uv_binary
 from repro_gate.environments.interpreter import (
     FACTS_SCRIPT,
@@ -63,6 +65,7 @@ from repro_gate.environments.interpreter import (
     already_met,
     unmet,
 )
+from repro_gate.environments.package_sources import InstallGroup, PackageSources, option_lines
 from repro_gate.environments.virtualenvs import (
     ENV_MARKER,
     INHERIT_PTH,
@@ -112,10 +115,12 @@ class DockerEnvironments:
     index_args: tuple[str, ...] = ()  # where packages come from: `--no-index --find-links DIR`
     read_only_paths: tuple[Path, ...] = ()  # mounted at the same path in builds (a local index)
     environ: Mapping[str, str] = field(default_factory=dict)  # passed to the builds
+    sources: PackageSources = field(default_factory=PackageSources)  # the locks' origins
     _failures: dict[str, GateError] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def for_config(cls, config: Config) -> DockerEnvironments:
+    def for_config(cls, config: Config, sources: PackageSources | None = None
+                   ) -> DockerEnvironments:
         """Builds in `config.container.image`, by its digest, on `config.container.network`.
 
         Building needs a network that training does not: the build downloads the pinned
@@ -134,10 +139,13 @@ class DockerEnvironments:
         environ = without_credentials(os.environ)
         passed = {name: value for name, value in environ.items()
                   if name in settings.env_allow or name.startswith(INDEX_VARIABLES)}
+        sources = sources or PackageSources()
         return cls(client, image.id, PathTranslator.for_this_process(client),
                    config.output_dir / "upgrade" / ".tools", config.name, network,
-                   upgrade.inherit_site_packages, read_only_paths=_local_links(passed),
-                   environ=passed)
+                   upgrade.inherit_site_packages,
+                   read_only_paths=tuple(dict.fromkeys((*_local_links(passed),
+                                                        *sources.local_folders()))),
+                   environ=passed, sources=sources)
 
     def __call__(self, pins: Mapping[str, str]) -> Environment:
         """The environment of exactly `pins`, from its volume or built now."""
@@ -159,15 +167,18 @@ class DockerEnvironments:
                            reused, Path(str(ENV_ROOT)), tuple(marker.installed), volume)
 
     def _key(self, pins: Mapping[str, str]) -> str:
-        identity = {"image": self.image_id, "pins": pins, "inherit": self.inherit_site_packages}
+        installs = [group.masked_text() for group in self._groups(pins)]
+        identity = {"image": self.image_id, "pins": pins, "inherit": self.inherit_site_packages,
+                    "sources": installs}
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
 
     def _build(self, volume: str, key: str, pins: dict[str, str]) -> _Marker:
         self._volume(volume, key)
         inherited = self._inherited(pins)
         install = {name: version for name, version in pins.items() if name not in inherited}
+        request = build_request(key, self._groups(pins))
         for _ in range(SEAL_ATTEMPTS):
-            built = self._script(volume, {"mode": "build", "key": key, "install": install})
+            built = self._script(volume, request)
             if built.marker is not None:
                 return _marker(built.marker)  # another gate built it while this one waited
             if built.failed is not None:
@@ -180,6 +191,12 @@ class DockerEnvironments:
                 return _marker(sealed.marker)
         raise GateError(f"cannot build the environment in volume {volume}: another build keeps"
                         " replacing it", kind=ErrorKind.ENVIRONMENT)
+
+    def _groups(self, pins: Mapping[str, str]) -> list[InstallGroup]:
+        """The installs of the pins the image does not meet, each from its own origin."""
+        inherited = self._inherited(pins)
+        install = {name: version for name, version in pins.items() if name not in inherited}
+        return self.sources.groups(install, option_lines(self.index_args))
 
     def _failed(self, volume: str, key: str, answer: BuildAnswer) -> GateError:
         """The error of a build that failed, remembered; its volume goes (unless in use)."""
@@ -224,7 +241,7 @@ class DockerEnvironments:
         spec = {**request, "root": str(ENV_ROOT), "uv": str(UV_TARGET), "lock": LOCK_FILE,
                 "built": BUILT_FILE, "marker": ENV_MARKER, "pins_file": PINS_FILE,
                 "pth": INHERIT_PTH, "inherit": self.inherit_site_packages,
-                "index_args": list(self.index_args), "facts": FACTS_SCRIPT}
+                "facts": FACTS_SCRIPT}
         mounts = [docker.types.Mount(str(ENV_ROOT), volume, type="volume", no_copy=True)]
         network = "none"  # sealing writes a file: it needs neither uv, nor packages, nor a network
         if request["mode"] == "build":

@@ -2,9 +2,10 @@
 
 Every tool runs with the user's environment minus the gate's own credentials (an index token
 in `UV_INDEX_*` is the user's and passes; `GITHUB_TOKEN` never does), and its output captured:
-a failure becomes one line, the tool's last meaningful line; `explanation` keeps all of them
-(for the record), and `index_unreachable` tells a package index that cannot be reached from a
-set of pins that does not resolve.
+a failure becomes one line, the tool's last meaningful line, with the credentials of any
+index URL in it masked; `explanation` keeps all of them (for the record), and
+`index_unreachable` tells a package index that cannot be reached from a set of pins that
+does not resolve.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from repro_gate.credentials import without_credentials
+from repro_gate.credentials import mask_url_credentials, without_credentials
 from repro_gate.errors import ErrorKind, GateError, one_line
 
 # uv's progress and summary lines: never the reason a command failed.
 _CHATTER = ("Using ", "Resolved ", "Prepared ", "Installed ", "Uninstalled ", "Audited ",
             "Checked ", "Building ", "Built ", "Creating ", "Activate with", "Found ",
-            "hint:", "help:", "warning:", "DEPRECATION:", "WARNING:", "[notice]")
+            "hint:", "help:", "warning:", "DEPRECATION:", "WARNING:", "[notice]",
+            # the digests under a hash mismatch: the line above them says what failed
+            "Expected:", "Computed:", "sha256:", "sha384:", "sha512:", "md5:")
 # Prefixes uv and pip put before the line that says what went wrong.
 _PREFIXES = ("\N{MULTIPLICATION SIGN}", "╰─▶", "├─▶", "error:", "ERROR:", "cause:", "Caused by:")
 # What uv and pip say when an index cannot be reached at all: refused, no such host, no route.
@@ -31,7 +34,6 @@ _UNREACHABLE = ("connection refused", "dns error", "error resolving dns",
                 "temporary failure in name resolution", "network is unreachable",
                 "no route to host", "failed to establish a new connection", "tcp connect error")
 MAX_EXPLANATION_LINES = 40  # of a tool's explanation kept in the record
-_URL_USER = re.compile(r"(?<=://)[^/@\s]+@")  # `user:token@` in a URL
 
 
 def uv_binary() -> Path | None:
@@ -68,7 +70,7 @@ def failure_line(completed: subprocess.CompletedProcess[str]) -> str:
         for prefix in _PREFIXES:
             if line.startswith(prefix):
                 line, stripped = line[len(prefix):].strip(), True
-    return one_line(line or meaningful[-1])
+    return mask_url_credentials(one_line(line or meaningful[-1]))
 
 
 def explanation(completed: subprocess.CompletedProcess[str]) -> str:
@@ -77,7 +79,7 @@ def explanation(completed: subprocess.CompletedProcess[str]) -> str:
     lines = [line.rstrip() for line in (completed.stderr + "\n" + completed.stdout).splitlines()]
     meaningful = [line for line in lines if line.strip()
                   and not line.strip().startswith(_CHATTER)]
-    return "\n".join(_URL_USER.sub("***@", line) for line in meaningful[-MAX_EXPLANATION_LINES:])
+    return "\n".join(mask_url_credentials(line) for line in meaningful[-MAX_EXPLANATION_LINES:])
 
 
 def failure_kind(completed: subprocess.CompletedProcess[str], otherwise: ErrorKind) -> ErrorKind:
@@ -90,7 +92,7 @@ def unreachable_line(completed: subprocess.CompletedProcess[str]) -> str:
     """`http://host/simple/numpy/: Connection refused (os error 111)`: what could not be
     reached, and why."""
     url = re.search(r"https?://\S+?(?=[)\s]|$)", completed.stderr + "\n" + completed.stdout)
-    where = _URL_USER.sub("***@", url.group(0)) + ": " if url else ""
+    where = mask_url_credentials(url.group(0)) + ": " if url else ""
     return where + failure_line(completed)
 
 

@@ -113,7 +113,8 @@ def unmet(interpreter: Interpreter, pins: Mapping[str, str]) -> list[str]:
     environment = {**interpreter.markers, "extra": ""}
     for name, pinned in sorted(pins.items()):
         dist = seen.get(name)
-        if dist is None or not satisfies(dist.version, pinned):
+        # A direct reference (`name @ URL`) pins an artifact, not a version: installed is met.
+        if dist is None or not ("://" in pinned or satisfies(dist.version, pinned)):
             found = f"{dist.version} is found" if dist else "it is not installed"
             problems.append(f"{name}=={pinned} is pinned, but {found}")
             continue

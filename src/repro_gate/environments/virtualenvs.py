@@ -42,6 +42,7 @@ from pathlib import Path
 
 from repro_gate.environments.installer import failure_line, run_tool, tool_error, uv_binary
 from repro_gate.environments.interpreter import Interpreter, already_met, inspect, unmet
+from repro_gate.environments.package_sources import InstallGroup, PackageSources, option_lines
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.fingerprint.lockfiles import canonical_name
 
@@ -88,8 +89,10 @@ class LocalEnvironments:
     cache_dir: Path
     inherit_site_packages: bool = False
     base_python: Path = Path(sys.executable)
-    index_args: tuple[str, ...] = ()  # where packages come from: `--no-index --find-links DIR`
+    # where a pin of no known origin comes from: `--no-index --find-links DIR` (option lines)
+    index_args: tuple[str, ...] = ()
     use_uv: bool = True  # False: python -m venv and pip even when uv is there
+    sources: PackageSources = field(default_factory=PackageSources)  # the locks' origins
 
     def __call__(self, pins: Mapping[str, str]) -> Environment:
         """The environment of exactly `pins`, from the cache or built now."""
@@ -128,8 +131,9 @@ class LocalEnvironments:
         return already_met(self._base, pins) if self.inherit_site_packages else {}
 
     def _key(self, pins: Mapping[str, str], inherited: Mapping[str, str]) -> str:
+        installs = [group.masked_text() for group in self._groups(pins, inherited)]
         identity = {"python": self._base.executable, "version": self._base.version,
-                    "pins": pins, "inherit": self.inherit_site_packages,
+                    "pins": pins, "inherit": self.inherit_site_packages, "sources": installs,
                     "inherited": inherited,
                     "site": self._base.site_dirs if self.inherit_site_packages else []}
         return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
@@ -140,9 +144,10 @@ class LocalEnvironments:
             shutil.rmtree(path)  # no marker: a build that did not finish
         self._create(path)
         install = {name: version for name, version in pins.items() if name not in inherited}
-        (path / PINS_FILE).write_text("".join(f"{n}=={v}\n" for n, v in install.items()))
-        if install:
-            self._install(path)
+        groups = self._groups(pins, inherited)
+        (path / PINS_FILE).write_text("".join(group.masked_text() for group in groups))
+        for number, group in enumerate(groups, start=1):
+            self._install(path, group, number)
         marker = _Marker(key, "uv" if self._uv else "pip", self._base.executable, pins,
                          sorted(install), inherited, self._check(path, pins))
         _write_marker(path, marker)
@@ -164,16 +169,32 @@ class LocalEnvironments:
             # own .pth files (editable installs), which a plain path line would not.
             (site / INHERIT_PTH).write_text(f"import site; {added}\n" if added else "")
 
-    def _install(self, path: Path) -> None:
-        pins_file = path / PINS_FILE
+    def _groups(self, pins: Mapping[str, str], inherited: Mapping[str, str]
+                ) -> list[InstallGroup]:
+        """The installs of the pins the base does not meet, each from its own origin."""
+        install = {name: version for name, version in pins.items() if name not in inherited}
+        return self.sources.groups(install, option_lines(self.index_args))
+
+    def _install(self, path: Path, group: InstallGroup, number: int) -> None:
+        """One group, from a requirements file that holds its index options: uv and pip read
+        `--index-url`, `--find-links` … there as pip defines them. That file has the index
+        credentials, so it lives only while the tool runs."""
+        group_file = path / f"repro-gate-install-{number}.txt"
+        hashes = ["--require-hashes"] if group.require_hashes else []
         argv: list[str | Path]
         if self._uv:
             argv = [self._uv, "pip", "install", "--python", _python(path), "--no-deps",
-                    *self.index_args, "-r", pins_file]
+                    *hashes, "-r", group_file]
         else:
-            argv = [_python(path), "-m", "pip", "install", "--no-deps", *self.index_args,
-                    "-r", pins_file]
-        self._run(argv, path, f"cannot install the pins into {path}")
+            argv = [_python(path), "-m", "pip", "install", "--no-deps", *hashes,
+                    "-r", group_file]
+        descriptor = os.open(group_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(group.text())
+        try:
+            self._run(argv, path, f"cannot install the pins into {path}")
+        finally:
+            group_file.unlink(missing_ok=True)
 
     def _check(self, path: Path, pins: Mapping[str, str]) -> list[str]:
         """Why the installed set is inconsistent (empty: it is consistent)."""

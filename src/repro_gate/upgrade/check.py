@@ -29,7 +29,13 @@ from repro_gate import notices
 from repro_gate.compare.run_pair import check_something_compared, compare_runs
 from repro_gate.compare.status import Numerics
 from repro_gate.config import Config, ToleranceConfig
-from repro_gate.environments import BuildEnvironment, LocalEnvironments, find_lock, read_lock
+from repro_gate.environments import (
+    BuildEnvironment,
+    LocalEnvironments,
+    PackageSources,
+    find_lock,
+    read_lock,
+)
 from repro_gate.environments.launcher import InEnvironment, python_environment
 from repro_gate.errors import (
     EXIT_ERROR,
@@ -158,7 +164,8 @@ def _check(config: Config, options: UpgradeOptions, open_launcher: LauncherFacto
     publisher.started()
     if not state.applicable_names():
         return
-    build = environments_for(config)
+    build = environments_for(config, state.baseline_lock().sources.merged(
+        state.candidate_lock().sources))
     launcher = open_launcher(config)
     # Both environments before the first run: a candidate that cannot be installed is an error
     # in seconds, not after the baseline's whole gate.
@@ -186,16 +193,20 @@ def _check(config: Config, options: UpgradeOptions, open_launcher: LauncherFacto
 def _read_locks(config: Config, options: UpgradeOptions, work: Path,
                 state: UpgradeState) -> None:
     lock_path = options.baseline_lock or find_lock(config.workdir, config.upgrade.lock)
-    state.baseline = read_lock(lock_path)
     source = options.candidate
+    # The lock's relative paths start at the project: the workspace lock's directory, also
+    # for a base commit's copy of it (whose candidate is the workspace's lock).
+    project = (source.lock if options.baseline_lock and source.lock else lock_path).parent
+    state.baseline = read_lock(lock_path, project=project)
     if source.lock is not None:
-        state.candidate = given_candidate(source.lock, state.baseline)
+        state.candidate = given_candidate(source.lock, state.baseline, project)
         state.candidate_source = "given"
     else:
         state.request = source.request or UpgradeRequest()
         scratch = work / "scratch"
         shutil.rmtree(scratch, ignore_errors=True)
-        state.candidate = compute_candidate(state.baseline, state.request, scratch)
+        state.candidate = compute_candidate(state.baseline, state.request, scratch,
+                                            project=project)
     kept = work / f"candidate.{state.baseline.path.name}"
     work.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(state.candidate.path, kept)
@@ -203,14 +214,16 @@ def _read_locks(config: Config, options: UpgradeOptions, work: Path,
     state.changes = change_set(state.baseline, state.candidate)
 
 
-def environments_for(config: Config) -> BuildEnvironment:
-    """Where the environments live follows the launcher: on this host, or in the image."""
+def environments_for(config: Config, sources: PackageSources | None = None) -> BuildEnvironment:
+    """Where the environments live follows the launcher: on this host, or in the image;
+    `sources` are where the locks' packages come from (their indexes, URLs, commits)."""
     upgrade = config.upgrade
     if config.container.image:
         from repro_gate.environments.docker_volumes import DockerEnvironments
 
-        return DockerEnvironments.for_config(config)
-    return LocalEnvironments(upgrade.cache_path, upgrade.inherit_site_packages)
+        return DockerEnvironments.for_config(config, sources)
+    return LocalEnvironments(upgrade.cache_path, upgrade.inherit_site_packages,
+                             sources=sources or PackageSources())
 
 
 def _gate(config: Config, role: Role, launcher_base: Launcher, state: UpgradeState,

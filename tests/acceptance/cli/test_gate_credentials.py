@@ -119,6 +119,14 @@ def test_fingerprint_remote_url_loses_its_credentials(tmp_path: Path) -> None:
     ) == "https://b.s3.amazonaws.com/k?v=2"
 
 
+def test_index_url_credentials_are_masked_where_they_are_shown() -> None:
+    shown = credentials.mask_url_credentials(
+        "Failed to fetch https://user:tok3n@host/simple/x/ and http://tok3n@10.0.0.1:8080/s;"
+        " --index-url=http://u:p4ss@127.0.0.1/simple/ git+ssh://git@github.com/o/r")
+    assert shown == ("Failed to fetch https://user:***@host/simple/x/ and http://***@10.0.0.1:8080/s;"
+                     " --index-url=http://u:***@127.0.0.1/simple/ git+ssh://git@github.com/o/r")
+
+
 def test_stream_masker_finds_a_value_cut_across_chunks() -> None:
     masker = credentials.StreamMasker([GITHUB_TOKEN, "runner-token-abc"])
     stream = f"token {GITHUB_TOKEN} and runner-token-abc end\n".encode()

@@ -3,8 +3,9 @@ reproducible, and which package did it.
 
 The baseline is the current lock (uv.lock or a pinned requirements.txt); the candidate is
 computed by uv (--upgrade, --upgrade-package) or given (--candidate-lock). Both run the ordinary
-gate in environments built from the locks alone; when their numerics differ, a search over the
-changed packages names the culprit. The report is written to <output_dir>/upgrade.json.
+gate in environments built from the locks, each package from the source its lock records; when
+their numerics differ, a search over the changed packages names the culprit. The report is
+written to <output_dir>/upgrade.json.
 """
 
 from __future__ import annotations

@@ -64,11 +64,14 @@ def test_unseeded_script_passes_when_the_gate_is_asked_to_seed_it(project: Path)
     [
         ("urandom_noise.py", 3, ["head.bias"], "backward"),  # the gradient is touched
         ("thread_race.py", 2, ["encoder.weight"], "backward"),
-        ("listdir_order.py", 1, PARAMETERS, "input"),  # the batches follow the listing
+        # The batches follow the listing. When two runs' first batches hold the same shards in
+        # another order, each gradient is the same sum in another order: which parameters come
+        # out different depends on rounding, so any of them may.
+        ("listdir_order.py", 1, None, "input"),
     ],
 )
 def test_nondeterminism_seeding_cannot_fix_fails_at_the_right_step(
-    project: Path, name: str, step: int, parameters: list[str], cause: str
+    project: Path, name: str, step: int, parameters: list[str] | None, cause: str
 ) -> None:
     result = check(project, *script(name))
     assert result.exit_code == 1, result.stdout + result.stderr
@@ -76,7 +79,10 @@ def test_nondeterminism_seeding_cannot_fix_fails_at_the_right_step(
     assert manifest["verdict"] == "fail"
     divergence = manifest["comparison"]["first_divergence"]
     assert divergence["step"] == step
-    assert divergence["parameters"] == parameters
+    if parameters is None:
+        assert divergence["parameters"] and set(divergence["parameters"]) <= set(PARAMETERS)
+    else:
+        assert divergence["parameters"] == parameters
     assert divergence["cause"] == cause
     assert divergence["runs"] == ["A", "B"]
     assert manifest["reasons"][0]["code"] == "trajectory_diverged"

@@ -17,6 +17,20 @@ from repro_gate.launch.progress import (
 )
 
 
+def read_all(main: int) -> bytes:
+    """Everything written to the terminal: one read may return only part of it; the end of
+    the other side (closed) reads as an error."""
+    chunks = []
+    while True:
+        try:
+            data = os.read(main, 4096)
+        except OSError:
+            return b"".join(chunks)
+        if not data:
+            return b"".join(chunks)
+        chunks.append(data)
+
+
 def test_on_a_terminal_the_status_is_rewritten_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ENV_STATUS_SECONDS, raising=False)
     main, secondary = os.openpty()
@@ -28,7 +42,7 @@ def test_on_a_terminal_the_status_is_rewritten_in_place(monkeypatch: pytest.Monk
         sink.status("step 5, 2 steps/s, 3 s elapsed")
         sink.end_status()
         assert sink.status_timing() == (FIRST_STATUS_SECONDS, TERMINAL_STATUS_SECONDS)
-    shown = os.read(main, 4096).decode()
+    shown = read_all(main).decode()
     os.close(main)
     assert shown == (
         f"{CLEAR_LINE}[A] repro-gate: step 1, 2 steps/s, 1 s elapsed"

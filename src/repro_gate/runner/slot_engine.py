@@ -12,14 +12,16 @@ The launcher is docker.io's `dockerd-rootless.sh` (rootlesskit + slirp4netns). r
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
+
+import docker
+import docker.errors
+import requests
 
 from repro_gate.errors import ConfigError, ErrorKind, GateError
 from repro_gate.runner.runner_config import (
@@ -31,6 +33,7 @@ from repro_gate.runner.slot_folders import Owner, SlotFolders
 
 START_SECONDS = 60.0
 STOP_SECONDS = 30.0
+PING_SECONDS = 2
 CONTAINER_STOP_SECONDS = 5  # what the engine's containers get before they are killed
 LOG_TAIL_LINES = 3
 # A Unix socket path holds at most 107 bytes; containerd's sits deepest in the exec root.
@@ -130,12 +133,19 @@ class SlotEngine:
                 "DOCKERD_ROOTLESS_ROOTLESSKIT_FLAGS": ROOTLESSKIT_FLAGS}
 
     def _answers(self) -> bool:
-        return _request(self.folders.engine_socket, "GET", "/_ping") == 200
+        try:
+            client = docker.DockerClient(base_url=self.url, timeout=PING_SECONDS)
+        except docker.errors.DockerException:
+            return False
+        try:
+            return bool(client.ping())
+        except (docker.errors.DockerException, requests.RequestException):
+            return False
+        finally:
+            client.close()
 
     def _remove_containers(self) -> None:
         """Quicker than the daemon's own 10 s stop per container at SIGTERM."""
-        import docker  # the service's dependency; slot-endpoint has it too
-
         try:
             client = docker.DockerClient(base_url=self.url, timeout=int(STOP_SECONDS))
             for container in client.containers.list(all=True):
@@ -168,26 +178,3 @@ def _group_ended(process: subprocess.Popen[bytes], seconds: float) -> bool:
             return True
         time.sleep(0.05)
     return False
-
-
-class _UnixConnection(http.client.HTTPConnection):
-    def __init__(self, path: Path) -> None:
-        super().__init__("localhost", timeout=2)
-        self.path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(2)
-        self.sock.connect(str(self.path))
-
-
-def _request(path: Path, method: str, target: str) -> int | None:
-    """The status of one request to a daemon's socket, None when nothing answers."""
-    connection = _UnixConnection(path)
-    try:
-        connection.request(method, target)
-        return connection.getresponse().status
-    except OSError:
-        return None
-    finally:
-        connection.close()

@@ -37,6 +37,18 @@ ENV_COST_PLAN = "REPRO_GATE_COST_PLAN"
 # it (null: unset), and under "gate:NAME" the gate's value, so the probe can tell who set it.
 ENV_USER_ENV = "REPRO_GATE_USER_ENV"
 
+# The resume check (run R, and run A when `resume` is set). REPRO_GATE_RESUME_AFTER: in R's first
+# process, the step from which a checkpoint write counts; the probe stops the run cleanly at the
+# first optimizer step that begins after such a write, and writes RESUME_POINT_FILE.
+ENV_RESUME_AFTER = "REPRO_GATE_RESUME_AFTER"
+# "1": record RESUME_STATE_FILE, the state each step begins with (runs A and R only).
+ENV_RESUME_RECORDS = "REPRO_GATE_RESUME_RECORDS"
+# Set for the resume command (the user reads them too): the last checkpoint path written, and the
+# checkpoint's step; the probe numbers the resumed process's steps from that step and appends to
+# the run's files instead of starting them afresh.
+ENV_RESUME_CHECKPOINT = "REPRO_GATE_RESUME_CHECKPOINT"
+ENV_RESUME_STEP = "REPRO_GATE_RESUME_STEP"
+
 # Files the probe writes, relative to the run directory.
 PROBE_SUBDIR = ".repro-gate"
 TRAJECTORY_FILE = "trajectory.jsonl"  # one JSON object per optimizer step
@@ -45,6 +57,8 @@ STATUS_FILE = "status.json"  # probe status: loaded, stop reason, errors
 FINGERPRINT_FILE = "fingerprint.json"  # in-process environment fingerprint
 LOCALISE_FILE = "localise.json"  # localisation run: the first divergent module
 COST_FILE = "cost_arms.json"  # cost run: arms it could not switch to, the op census
+RESUME_POINT_FILE = "resume_point.json"  # run R's first process: the checkpoint it stopped after
+RESUME_STATE_FILE = "resume_state.jsonl"  # `resume` set: the state each step begins with
 # Every process that steps writes the files above under its rank's names; rank 0 keeps the plain
 # names (single-process runs), rank 1 writes `trajectory-rank1.jsonl`, `status-rank1.json`, ...
 RANK_FILE = "{stem}-rank{rank}{suffix}"

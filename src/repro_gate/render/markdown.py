@@ -19,6 +19,7 @@ from repro_gate.compare.status import Status
 from repro_gate.render import observed, seeding_text
 from repro_gate.render.cost_text import over_budget_only
 from repro_gate.render.diagnosis import explain, headline
+from repro_gate.render.golden_chart import golden_chart
 from repro_gate.render.markdown_cost import budget_limit, cost_details, cost_sentence, cost_title
 from repro_gate.render.markdown_details import ignored_details, runs_table, tensor_details
 from repro_gate.render.markdown_evidence import evidence
@@ -139,7 +140,8 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
     details = "\n\n".join(p for p in [*evidence(manifest), reproduce_markdown(manifest)] if p)
     marker = comment_marker(gate)
     folded = f"<details><summary>Details</summary>\n\n{details.strip()}\n\n</details>\n"
-    body = "\n\n".join(p for p in (_heading(manifest), _why(manifest), table, folded) if p)
+    body = "\n\n".join(p for p in (_heading(manifest), _why(manifest), table,
+                                     golden_chart(manifest), folded) if p)
     return truncate(body, COMMENT_LIMIT - len(marker) - 2) + "\n" + marker + "\n"
 
 

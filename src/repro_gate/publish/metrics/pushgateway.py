@@ -56,6 +56,7 @@ COUNTER_NAMES = (
     sli.CHECKPOINT_COMPARISONS + "_total",
     sli.CHECKPOINT_MATCHES + "_total",
     sli.COST_BUDGET_FAILURES + "_total",
+    sli.NUMERICS_CHANGED + "_total",
 )
 
 
@@ -276,11 +277,12 @@ def push_once(
 
 def _unseeded(previous: sli.GroupState, added: sli.Increments) -> bool:
     """Whether a counter this run increments has never been at 0 in the group: a new group, or
-    the budget counter in a group older than it."""
+    the budget or numerics counter in a group older than it."""
     budget = sli.COST_BUDGET_FAILURES + "_total"
+    numerics = sli.NUMERICS_CHANGED + "_total"
     return not previous.has(sli.RUNS + "_total") or (
         added.cost_budget_failures > 0 and not previous.has(budget)
-    )
+    ) or (any(added.numerics_changed.values()) and not previous.has(numerics))
 
 
 def read_group(target: Target, deadline: Deadline) -> sli.GroupState | None:

@@ -42,6 +42,9 @@ CHECKPOINT_COMPARISONS = "repro_gate_checkpoint_comparisons"
 CHECKPOINT_MATCHES = "repro_gate_checkpoint_matches"
 # Fails on the cost budget alone: reproducible runs, which the reproducibility SLI counts as good.
 COST_BUDGET_FAILURES = "repro_gate_cost_budget_failures"
+# Runs whose numbers changed against the golden trajectory, by what the gate blamed.
+NUMERICS_CHANGED = "repro_gate_numerics_changed"
+ATTRIBUTIONS = ("code", "environment", "unknown")
 LAST_RUN = "repro_gate_last_run_timestamp_seconds"
 LAST_SUCCESS = "repro_gate_last_success_timestamp_seconds"
 
@@ -73,6 +76,7 @@ class Increments:
     checkpoint_comparisons: int
     checkpoint_matches: int
     cost_budget_failures: int
+    numerics_changed: dict[str, int] = field(default_factory=dict)  # by attribution
 
 
 def series_key(name: str, labels: dict[str, str]) -> SeriesKey:
@@ -105,7 +109,18 @@ def increments(manifest: dict[str, Any]) -> Increments:
         checkpoint_comparisons=compared,
         checkpoint_matches=matched,
         cost_budget_failures=int(over_budget_only(manifest)),
+        numerics_changed=numerics_changed(manifest),
     )
+
+
+def numerics_changed(manifest: dict[str, Any]) -> dict[str, int]:
+    """1 under the attribution when the numbers changed against the golden trajectory (no
+    attribution: `unknown`); all 0 otherwise, and for manifests without a golden comparison."""
+    golden = (manifest.get("comparison") or {}).get("golden") or {}
+    changed = golden.get("status") == "changed"
+    kind = (golden.get("attribution") or {}).get("kind")
+    blamed = kind if kind in ATTRIBUTIONS else UNKNOWN
+    return {name: int(changed and name == blamed) for name in ATTRIBUTIONS}
 
 
 def checkpoint_counts(manifest: dict[str, Any]) -> tuple[int, int]:
@@ -160,7 +175,16 @@ def counter_families(previous: GroupState, added: Increments | None) -> list[Met
         previous.get(COST_BUDGET_FAILURES + "_total")
         + (added.cost_budget_failures if added else 0),
     )
-    return [runs, compared, matches, budget]
+    numerics = CounterMetricFamily(
+        NUMERICS_CHANGED,
+        "Gate runs whose numbers changed against the golden trajectory, by attribution.",
+        labels=["attribution"],
+    )
+    for name in ATTRIBUTIONS:
+        extra = added.numerics_changed.get(name, 0) if added else 0
+        numerics.add_metric(
+            [name], previous.get(NUMERICS_CHANGED + "_total", attribution=name) + extra)
+    return [runs, compared, matches, budget, numerics]
 
 
 def gauge_families(manifest: dict[str, Any], previous: GroupState) -> list[Metric]:

@@ -8,6 +8,7 @@ a tolerance.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypedDict
@@ -57,9 +58,11 @@ def loss_values(trajectory: list[dict[str, Any]]) -> dict[int, float]:
         step, loss = entry.get("step"), entry.get("loss")
         if isinstance(step, int) and isinstance(loss, str):
             try:
-                values[step] = float.fromhex(loss)
+                value = float.fromhex(loss)
             except ValueError:
                 continue
+            if math.isfinite(value):  # a NaN or infinite loss has no spread to measure
+                values[step] = value
     return values
 
 
@@ -103,7 +106,8 @@ def _tensor(rel: str, name: str, runs: list[dict[str, float]]) -> TensorSpread:
 
 
 def _summaries(path: Path, rel: str) -> dict[str, dict[str, float]] | str:
-    """Each floating tensor's norm and max abs in one checkpoint, or why it cannot be read."""
+    """Each floating tensor's norm and max abs in one checkpoint (finite ones: a NaN has no
+    spread), or why the checkpoint cannot be read."""
     from repro_gate.compare import checkpoints
 
     suffix = path.suffix.lower()
@@ -119,6 +123,7 @@ def _summaries(path: Path, rel: str) -> dict[str, dict[str, float]] | str:
         if tensor.dtype.kind != "f" or tensor.size == 0:
             continue
         values = tensor.astype(np.float64).reshape(-1)
-        table[name] = {"norm": float(np.linalg.norm(values)),
-                       "max_abs": float(np.max(np.abs(values)))}
+        norm, largest = float(np.linalg.norm(values)), float(np.max(np.abs(values)))
+        if math.isfinite(norm) and math.isfinite(largest):
+            table[name] = {"norm": norm, "max_abs": largest}
     return table

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal
 
 from repro_gate.calibrate.spread import StepSpread, TensorSpread
 
@@ -59,12 +60,15 @@ def _bounds(differences: list[tuple[float, float]]) -> Bounds:
 
 def round_up(value: float) -> float:
     """`value` rounded up to two significant digits; never 0 when `value` is not."""
-    if value <= 0 or not math.isfinite(value):
-        return 0.0 if value <= 0 else value
-    exponent = math.floor(math.log10(value)) - 1
-    digits = math.ceil(value / 10.0 ** exponent)
-    rounded = float(f"{digits}e{exponent}")
-    return rounded if rounded >= value else float(f"{digits + 1}e{exponent}")
+    if not value > 0 or not math.isfinite(value):
+        return max(value, 0.0)
+    exact = Decimal(value)
+    exponent = exact.adjusted() - 1
+    digits = exact.scaleb(-exponent).to_integral_value(rounding=ROUND_CEILING)
+    rounded = float(digits.scaleb(exponent))
+    if not math.isfinite(rounded):  # past the largest float: keep what was seen
+        return value
+    return rounded if rounded >= value else math.nextafter(rounded, math.inf)
 
 
 def number(value: float) -> str:

@@ -86,7 +86,6 @@ def last_records(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _note(result: ResumeComparison, steps: int, failing: list[str], shorter: bool) -> str:
     resumed = f"resumed after step {result['resume_step']}"
-    missing = result["missing_state"]
     if result["status"] == Resume.SAME:
         return f"{resumed}, run R matches run A bitwise ({steps} steps and the artifacts)"
     if result["status"] == Resume.WITHIN_TOLERANCE:
@@ -100,5 +99,10 @@ def _note(result: ResumeComparison, steps: int, failing: list[str], shorter: boo
         where.append("run R took a different number of steps")
     if failing:
         where.append(f"{', '.join(failing)} differ")
-    text = f"{resumed}, run R {'; '.join(where) or 'differs'}"
-    return f"{text}: {sentence(missing)}" if missing is not None else text
+    return f"{resumed}, run R {'; '.join(where) or 'differs'}"
+
+
+def headline(resume: ResumeComparison) -> str:
+    """The note, then the sentence naming the missing state and its fix, when there is one."""
+    missing = resume["missing_state"]
+    return f"{resume['note']}: {sentence(missing)}" if missing else resume["note"]

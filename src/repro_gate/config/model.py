@@ -131,14 +131,14 @@ class ResumeConfig:
     `after`, and `command` (None: the training's own) resumes it (docs/resume.md)."""
 
     after: int
-    command: Command | None = None
+    command: str | None = None  # run by /bin/sh -c, like a string `command`
 
     @classmethod
     def from_document(cls, value: dict[str, Any] | None) -> ResumeConfig | None:
         """From the config value `{after, command}`; None when the check is not configured."""
         if not value or value.get("after") is None:
             return None
-        return cls(int(value["after"]), _command(value.get("command")))
+        return cls(int(value["after"]), value.get("command") or None)
 
     def as_document(self) -> dict[str, Any]:
         """The config value this section was read from (an unset command left out)."""

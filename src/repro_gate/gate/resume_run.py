@@ -95,14 +95,11 @@ def resumed_spec(spec: RunSpec, config: Config, launcher: Launcher,
 
 
 def resume_argv(config: Config, launcher: Launcher) -> list[str]:
-    """`resume.command` as a string runs through the shell, a list as is; unset, the
-    training's own command."""
+    """`resume.command` through the shell; unset, the training's own command."""
     resume: ResumeConfig | None = config.resume
     if resume is None or resume.command is None:
         return training_run.command_argv(config, launcher)[0]
-    if isinstance(resume.command, str):
-        return shell_argv(resume.command)
-    return list(resume.command)
+    return shell_argv(resume.command)
 
 
 def _run(launcher: Launcher, spec: RunSpec, sink: LineSink) -> RunOutcome:
@@ -165,6 +162,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 def _tail(path: Path) -> str:
     try:
-        return "\n".join(path.read_bytes().decode("utf-8", "replace").splitlines()[-LOG_TAIL_LINES:])
+        text = path.read_bytes().decode("utf-8", "replace")
     except OSError:
         return ""
+    return "\n".join(text.splitlines()[-LOG_TAIL_LINES:])

@@ -9,6 +9,7 @@ from typing import Any, TypedDict
 from repro_gate.compare import status
 from repro_gate.compare.document import Comparison
 from repro_gate.compare.fields import parse_path
+from repro_gate.compare.resume import headline
 from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import explain
 
@@ -78,7 +79,7 @@ def failures(comparison: Comparison, strict_ops: list[dict[str, Any]]) -> list[R
             ))
     resume = comparison.get("resume")
     if resume and resume["status"] == status.Resume.CHANGED:
-        found.append(reason(RESUME_CHANGED, f"the resume check: {resume['note']}"))
+        found.append(reason(RESUME_CHANGED, f"the resume check: {headline(resume)}"))
     for op in strict_ops:
         where = f" at {op['file']}:{op['line']}" if op.get("file") else ""
         found.append(reason(

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from repro_gate.compare.status import Status
-from repro_gate.render import observed, seeding_text
+from repro_gate.render import observed, resume_text, seeding_text
 from repro_gate.render.cost_text import over_budget_only
 from repro_gate.render.diagnosis import explain, headline
 from repro_gate.render.markdown_cost import budget_limit, cost_details, cost_sentence, cost_title
@@ -97,7 +97,8 @@ def _reproducible_words(comparison: Mapping[str, Any]) -> str:
 
 def summary_markdown(manifest: Mapping[str, Any]) -> str:
     """The check-run summary and the job summary: verdict first, then the evidence."""
-    parts = [_heading(manifest), _verdict_line(manifest), _gate_seed(manifest)]
+    parts = [_heading(manifest), _verdict_line(manifest), _gate_seed(manifest),
+             _resume(manifest)]
     if as_mapping(manifest.get("reporting")).get("deferred"):
         parts.append(f"> [!NOTE]\n> {FORK_NOTE}")
     parts += evidence(manifest)
@@ -132,6 +133,9 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
     seed_note = seeding_text.gate_seed_note(manifest)
     if seed_note:
         rows.append(("Seeding", seed_note))
+    resume = resume_text.cell(as_mapping(manifest.get("comparison")))
+    if resume:
+        rows.append(("Resume check", resume))
     run_url = as_mapping(manifest.get("reporting")).get("run_url")
     if isinstance(run_url, str) and run_url:
         rows.append(("Run", f"[workflow run]({run_url})"))
@@ -152,6 +156,11 @@ def reproduce_markdown(manifest: Mapping[str, Any]) -> str:
     if not lines:
         return f"{heading} {seeding_text.NOTHING_TO_ADD}."
     return heading + "\n\n```\n" + "\n".join(lines) + "\n```"
+
+
+def _resume(manifest: Mapping[str, Any]) -> str:
+    text = resume_text.cell(as_mapping(manifest.get("comparison")))
+    return f"**Resume check:** {text}" if text else ""
 
 
 def _gate_seed(manifest: Mapping[str, Any]) -> str:

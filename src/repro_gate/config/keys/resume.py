@@ -27,8 +27,8 @@ KEYS: tuple[ConfigKey, ...] = (
               ("--resume-command",), group=RESUME, metavar="CMD",
               action_input="resume-command",
               doc="the command that resumes run R, in the same working copy, with"
-                  " `REPRO_GATE_RESUME_CHECKPOINT` and `REPRO_GATE_RESUME_STEP` set; a string"
-                  " runs through `/bin/sh -c`, a list as is",
+                  " `REPRO_GATE_RESUME_CHECKPOINT` and `REPRO_GATE_RESUME_STEP` set, run by"
+                  " `/bin/sh -c` as written",
               doc_default="the training's command",
               input_description="Resume check: the command that resumes run R from"
                                 " $REPRO_GATE_RESUME_CHECKPOINT, run by /bin/sh -c. Empty: the"

@@ -60,7 +60,7 @@ def restore(path: str) -> int:
         optimizer.load_state_dict(saved["optimizer"])
     if args.forget != "lr_schedule":
         schedule.load_state_dict(saved["schedule"])
-    for group, lr in zip(optimizer.param_groups, schedule.get_last_lr()):
+    for group, lr in zip(optimizer.param_groups, schedule.get_last_lr(), strict=True):
         group["lr"] = lr
     if args.forget != "grad_scaler":
         scaler.load_state_dict(saved["scaler"])
@@ -86,7 +86,7 @@ def batches(start: int):
 checkpoint = os.environ.get("REPRO_GATE_RESUME_CHECKPOINT")
 start = restore(checkpoint) if checkpoint else 0
 model.train()
-for step, (x,) in zip(range(start + 1, args.steps + 1), batches(start)):
+for step, (x,) in zip(range(start + 1, args.steps + 1), batches(start), strict=False):
     x = x + torch.from_numpy(np.random.randn(*x.shape)).float() * 0.01
     with torch.autocast("cpu", dtype=torch.bfloat16):
         loss = ((model(x).float() - x.sum(dim=1, keepdim=True)) ** 2).mean()

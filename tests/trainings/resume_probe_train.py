@@ -3,9 +3,9 @@
     resume_probe_train.py STEPS SAVE_EVERY FORMAT [--forget WHAT] [--lr LR] [--numpy-seed N]
 
 Saves a checkpoint every SAVE_EVERY steps in FORMAT: `torch` (ckpt.pt), `rename` (ckpt.pt.tmp,
-then os.replace to ckpt.pt), `safetensors` (state.pt, then model.safetensors), `dcp` (the model
-in dcp_ckpt/ by torch.distributed.checkpoint, then state.pt) or `none`. With
-REPRO_GATE_RESUME_CHECKPOINT set it resumes from the checkpoint (ckpt.pt or state.pt beside it),
+then os.replace to ckpt.pt), `safetensors` (state.pt, then model.safetensors), `dcp` (state.pt,
+then the model in dcp_ckpt/ by torch.distributed.checkpoint) or `none`. With
+REPRO_GATE_RESUME_CHECKPOINT set it resumes from that checkpoint (`torch` and `rename` only),
 restoring everything but WHAT (`numpy`: numpy's generator, `lr`: the schedule, `buffers`: the
 running statistics). Prints each step's loss as `step N loss HEX`.
 """
@@ -69,8 +69,8 @@ def save(step: int) -> None:
     elif args.format == "dcp":
         import torch.distributed.checkpoint as dcp
 
-        dcp.save({"model": model.state_dict()}, checkpoint_id="dcp_ckpt")
         torch.save({"step": step, **state()}, "state.pt")
+        dcp.save({"model": model.state_dict()}, checkpoint_id="dcp_ckpt")
 
 
 def restore(path: str) -> int:

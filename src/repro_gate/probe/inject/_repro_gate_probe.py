@@ -225,9 +225,8 @@ class Probe:
         from _repro_gate_step_inputs import StepInputs
         from _repro_gate_steps import SAMPLE_EVERY, SAMPLE_MIN_ELEMENTS, StepRecorder
 
-        self._alerts = AlertRecorder(
-            [os.path.dirname(torch.__file__), _PROBE_DIR], lambda: self.steps + 1
-        )
+        self._alerts = AlertRecorder([os.path.dirname(torch.__file__), _PROBE_DIR],
+                                     lambda: self.steps + 1)
         self._inputs = StepInputs(torch, self._error, (SAMPLE_EVERY, SAMPLE_MIN_ELEMENTS))
         self._recorder = StepRecorder(self._inputs)
         warnings.filterwarnings("always", message=WARNING_PATTERN, category=UserWarning)
@@ -236,7 +235,7 @@ class Probe:
         register_optimizer_step_hooks(self._before_optimizer_step, self._on_optimizer_step)
         self._param_names.watch_forward(True)
         self._arms = cost_arms(self.mode, torch, self._error, self.max_steps)
-        self.resume.install(torch, lambda: self.steps)
+        self.resume.install(torch, lambda: self.steps, self._param_names)
         if os.environ.get(ENV_LOCALISE_STEP):
             from _repro_gate_localise import install as install_localiser
 
@@ -265,6 +264,7 @@ class Probe:
         except Exception as error:
             self._error(f"recording step {self.steps}: {error!r}")
             records = []
+        self.resume.after_step(self.rank)
         for record in records:  # on an accelerator: the previous step's (lagged)
             if self._reference is not None and self._reference.differs(record):
                 self._stop("divergence", record["step"])
@@ -279,7 +279,7 @@ class Probe:
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not self._is_mine() or self.stopped:
             return
-        if self.resume.stop_due(self.steps):
+        if self.resume.before_step(optimizer, self.steps):
             self._stop(STOP_REASON, self.steps)
         started = time.perf_counter()
         try:
@@ -327,6 +327,7 @@ class Probe:
         self.stopped = reason
         self.stop_step = step  # on an accelerator, a divergence is seen a step later
         self.finish()
+        self.resume.before_exit(reason, self.world_size)  # the other ranks' files, written
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
@@ -377,20 +378,10 @@ class Probe:
             print(f"repro-gate probe: cannot write status: {error!r}", file=sys.stderr)
 
     def _write_status(self) -> None:
-        self._write_json(
-            STATUS_FILE,
-            {
-                "probe": "ok",
-                "pid": self.pid,
-                "rank": self.rank,
-                "world_size": self.world_size,
-                "mode": self.mode,
-                "steps": self.steps,
-                "stopped": self.stopped,
-                "stop_step": self.stop_step,
-                "errors": self.errors,
-            },
-        )
+        self._write_json(STATUS_FILE, {
+            "probe": "ok", "pid": self.pid, "rank": self.rank, "world_size": self.world_size,
+            "mode": self.mode, "steps": self.steps, "stopped": self.stopped,
+            "stop_step": self.stop_step, "errors": self.errors})
 
     def _write_json(self, name: str, value: Any) -> None:
         write_json(os.path.join(self.out_dir, rank_file(name, self.rank)), value)

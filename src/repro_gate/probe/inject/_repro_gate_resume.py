@@ -26,21 +26,29 @@ s + 1) and appends to the run's files instead of starting them afresh.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from _repro_gate_contract import (
     ENV_RESUME_AFTER,
+    ENV_RESUME_RECORDS,
     ENV_RESUME_STEP,
     RESUME_POINT_FILE,
+    STATUS_FILE,
     rank_file,
 )
 from _repro_gate_files import int_env, read_json, write_json
+from _repro_gate_param_names import ParameterNames
 from _repro_gate_ranks import rank_and_world_size
+
+if TYPE_CHECKING:
+    from _repro_gate_resume_state import ResumeRecords
 
 # Probe-internal: a rank wrote a checkpoint that counts (the resume point before the stop).
 CHECKPOINT_WRITTEN = "checkpoint_written.json"
 STOP_REASON = "resume_point"
+RANKS_WAIT = 60.0  # seconds a stopping rank waits for the others' files
 
 
 def resume_step(on_error: Callable[[str], None]) -> int | None:
@@ -138,10 +146,18 @@ class Resume:
         self._on_error = on_error
         self.first_step = resume_step(on_error)  # the resumed process: numbered on from it
         self.point: ResumePoint | None = None  # R's first process, once torch is imported
+        self.records: ResumeRecords | None = None  # with the records, once torch is imported
 
-    def install(self, torch: Any, steps: Callable[[], int]) -> None:
-        """Once torch is imported: in R's first process, watch the checkpoint writes from now
-        on (`steps()`: the optimizer steps completed at a write)."""
+    def install(self, torch: Any, steps: Callable[[], int], names: ParameterNames) -> None:
+        """Once torch is imported: with REPRO_GATE_RESUME_RECORDS=1, record the state each step
+        begins with (`names` shows each root call's start); in R's first process, watch the
+        checkpoint writes from now on (`steps()`: the optimizer steps completed)."""
+        if os.environ.get(ENV_RESUME_RECORDS) == "1":
+            from _repro_gate_resume_state import ResumeRecords
+
+            self.records = ResumeRecords(self.out_dir, steps, self.first_step is not None,
+                                         self._on_error)
+            names.on_root_start = self.records.on_root_start
         after = resume_after(self._on_error)
         if after is None:
             return
@@ -152,7 +168,35 @@ class Resume:
                                 point.on_rename, self._on_error)
         watch.install(torch)
 
-    def stop_due(self, steps: int) -> bool:
+    def before_step(self, optimizer: Any, steps: int) -> bool:
         """At an optimizer step's pre-hook, after `steps`: True when the process must stop (its
-        resume point is written)."""
-        return self.point is not None and self.point.stop_due(steps)
+        resume point is written); else the step's record is taken."""
+        if self.point is not None and self.point.stop_due(steps):
+            return True
+        if self.records is not None:
+            self.records.before_step(optimizer, steps + 1)
+        return False
+
+    def before_exit(self, reason: str, world_size: int) -> None:
+        """Stopping at the resume point, once this rank's files are written: wait (at most
+        RANKS_WAIT seconds) until every rank has written its status with that stop, so that no
+        rank's exit makes a launcher (torchrun) kill another before its files are complete."""
+        if reason != STOP_REASON or world_size <= 1:
+            return
+        deadline = time.monotonic() + RANKS_WAIT
+        waiting = set(range(world_size))
+        while waiting and time.monotonic() < deadline:
+            waiting = {rank for rank in waiting if not _stopped_here(self.out_dir, rank)}
+            if waiting:
+                time.sleep(0.02)
+
+    def after_step(self, rank: int) -> None:
+        """At an optimizer step's post-hook: the step's record is written."""
+        if self.records is not None:
+            self.records.after_step(rank)
+
+
+def _stopped_here(out_dir: str, rank: int) -> bool:
+    """True when `rank` wrote its status, stopped at the resume point."""
+    status = read_json(os.path.join(out_dir, rank_file(STATUS_FILE, rank)))
+    return isinstance(status, dict) and status.get("stopped") == STOP_REASON

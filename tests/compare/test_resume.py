@@ -74,6 +74,14 @@ def test_a_difference_before_the_resume_point_or_on_another_rank_counts_from_the
     assert decide(a, r, {}, {}, resume_step=2) == {"kind": "optimizer_state", "generator": None}
 
 
+def test_a_state_that_differed_before_the_resume_too_is_not_the_resume_s_doing() -> None:
+    # `random` is never seeded: its state differs between any two processes, unused.
+    a = {0: [state(n) for n in range(1, 5)]}
+    r = {0: [state(1, random="own"), state(2, random="own"), state(3, random="own"),
+             state(4, random="own", hyper=[{"lr": 1.0}])]}
+    assert decide(a, r, {}, {}, resume_step=2) == {"kind": "lr_schedule", "generator": None}
+
+
 def test_nothing_recorded_differs_is_unknown() -> None:
     a = {0: [state(n) for n in range(1, 5)]}
     assert decide(a, a, {}, {}, resume_step=2) == {"kind": "unknown", "generator": None}

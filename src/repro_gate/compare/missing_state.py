@@ -15,6 +15,7 @@ from typing import Any, TypedDict
 from repro_gate.errors import StrEnum
 
 Records = dict[int, list[dict[str, Any]]]  # by rank, in step order
+StepTable = dict[int, dict[int, tuple[dict[str, Any], Any]]]  # step -> rank -> (state, inputs)
 
 
 class Missing(StrEnum):
@@ -86,23 +87,35 @@ def decide(states_a: Records, states_r: Records, trajectory_a: Records, trajecto
     `resume_step` where anything recorded differs, on any rank."""
     steps_a = _by_step(states_a, trajectory_a)
     steps_r = _by_step(states_r, trajectory_r)
-    for step in sorted(s for s in steps_a if s > resume_step and s in steps_r):
-        found = [difference
-                 for rank, (state_a, batch_a) in steps_a[step].items()
-                 if rank in steps_r[step]
-                 for difference in _differences(state_a, batch_a, *steps_r[step][rank])]
+    common = sorted(s for s in steps_a if s in steps_r)
+    # What already differed at the resume point's own step is not the resume's doing: a
+    # generator the training never seeds (nor uses) differs between any two processes.
+    before = [s for s in common if s <= resume_step]
+    already = [_key(d) for d in _at(before[-1], steps_a, steps_r)] if before else []
+    for step in (s for s in common if s > resume_step):
+        found = [d for d in _at(step, steps_a, steps_r) if _key(d) not in already]
         if found:
             return min(found, key=_order)
     return {"kind": Missing.UNKNOWN, "generator": None}
 
 
-def _by_step(
-    states: Records, trajectory: Records
-) -> dict[int, dict[int, tuple[dict[str, Any], Any]]]:
+def _at(step: int, steps_a: StepTable, steps_r: StepTable) -> list[MissingState]:
+    """Every state that differs at `step`, on any rank both runs recorded."""
+    return [difference
+            for rank, (state_a, batch_a) in steps_a[step].items()
+            if rank in steps_r[step]
+            for difference in _differences(state_a, batch_a, *steps_r[step][rank])]
+
+
+def _key(missing: MissingState) -> tuple[str, str | None]:
+    return missing["kind"], missing["generator"]
+
+
+def _by_step(states: Records, trajectory: Records) -> StepTable:
     """step -> rank -> (state record, input digest); a step recorded twice keeps its last."""
     inputs = {(rank, r.get("step")): r.get("inputs") for rank, steps in trajectory.items()
               for r in steps}
-    table: dict[int, dict[int, tuple[dict[str, Any], Any]]] = {}
+    table: StepTable = {}
     for rank, records in states.items():
         for record in records:
             step = record.get("step")

@@ -133,9 +133,6 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
     seed_note = seeding_text.gate_seed_note(manifest)
     if seed_note:
         rows.append(("Seeding", seed_note))
-    resume = resume_text.cell(as_mapping(manifest.get("comparison")))
-    if resume:
-        rows.append(("Resume check", resume))
     run_url = as_mapping(manifest.get("reporting")).get("run_url")
     if isinstance(run_url, str) and run_url:
         rows.append(("Run", f"[workflow run]({run_url})"))
@@ -143,7 +140,8 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
     details = "\n\n".join(p for p in [*evidence(manifest), reproduce_markdown(manifest)] if p)
     marker = comment_marker(gate)
     folded = f"<details><summary>Details</summary>\n\n{details.strip()}\n\n</details>\n"
-    body = "\n\n".join(p for p in (_heading(manifest), _why(manifest), table, folded) if p)
+    body = "\n\n".join(p for p in (_heading(manifest), _why(manifest), _resume(manifest), table,
+                                     folded) if p)
     return truncate(body, COMMENT_LIMIT - len(marker) - 2) + "\n" + marker + "\n"
 
 
@@ -159,7 +157,7 @@ def reproduce_markdown(manifest: Mapping[str, Any]) -> str:
 
 
 def _resume(manifest: Mapping[str, Any]) -> str:
-    text = resume_text.cell(as_mapping(manifest.get("comparison")))
+    text = resume_text.paragraph(as_mapping(manifest.get("comparison")))
     return f"**Resume check:** {text}" if text else ""
 
 

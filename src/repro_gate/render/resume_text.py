@@ -25,8 +25,8 @@ def lines(comparison: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def cell(comparison: Mapping[str, Any]) -> str:
-    """The check in one Markdown cell or line: status, note, the missing state and its fix;
+def paragraph(comparison: Mapping[str, Any]) -> str:
+    """The check in one Markdown line: status, note, the missing state and its fix;
     empty when the check is not configured."""
     resume = comparison.get("resume")
     if not isinstance(resume, Mapping):

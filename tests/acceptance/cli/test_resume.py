@@ -76,3 +76,15 @@ def test_a_torchrun_ddp_training_resumes_on_both_ranks(project: Path) -> None:
     assert (resume["status"], resume["resume_step"]) == ("same", 2), resume
     run_r = manifest["runs"][-1]
     assert (run_r["name"], run_r["steps"], run_r["ranks"]) == ("R", 5, 2)
+
+
+def test_runs_that_do_not_agree_leave_the_resume_unchecked(project: Path) -> None:
+    result = check(project, "--no-cost", "--resume-after", "1", "--", sys.executable,
+                   "unseeded.py")
+    assert result.exit_code == 1, result.stdout + result.stderr
+    manifest = result.manifest
+    assert validation.errors("manifest", manifest) == []
+    assert manifest["comparison"]["resume"]["status"] == "not_run"
+    assert manifest["comparison"]["resume"]["note"] == (
+        "runs A and B did not agree, so the resume was not checked")
+    assert [run["name"] for run in manifest["runs"]] == ["A", "B"]

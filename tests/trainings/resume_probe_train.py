@@ -1,13 +1,15 @@
 """A resumable training for the probe's resume tests: every generator, a buffer, Adam, a schedule.
 
     resume_probe_train.py STEPS SAVE_EVERY FORMAT [--forget WHAT] [--lr LR] [--numpy-seed N]
+                          [--scaler]
 
 Saves a checkpoint every SAVE_EVERY steps in FORMAT: `torch` (ckpt.pt), `rename` (ckpt.pt.tmp,
 then os.replace to ckpt.pt), `safetensors` (state.pt, then model.safetensors), `dcp` (state.pt,
 then the model in dcp_ckpt/ by torch.distributed.checkpoint) or `none`. With
 REPRO_GATE_RESUME_CHECKPOINT set it resumes from that checkpoint (`torch` and `rename` only),
 restoring everything but WHAT (`numpy`: numpy's generator, `lr`: the schedule, `buffers`: the
-running statistics). Prints each step's loss as `step N loss HEX`.
+running statistics). `--scaler`: the loss goes through a CPU GradScaler (initial scale 2**10).
+Prints each step's loss as `step N loss HEX`.
 """
 
 import argparse
@@ -37,6 +39,7 @@ parser.add_argument("format", choices=["torch", "rename", "safetensors", "dcp", 
 parser.add_argument("--forget", default="")
 parser.add_argument("--lr", type=float, default=0.01)
 parser.add_argument("--numpy-seed", type=int, default=0)
+parser.add_argument("--scaler", action="store_true")
 args = parser.parse_args()
 
 torch.manual_seed(0)
@@ -45,7 +48,8 @@ random.seed(0)
 data = torch.randn(96, 8)
 model = Net()
 optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
-schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
+schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=4, gamma=0.5)
+scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10, enabled=args.scaler)
 start = 0
 
 
@@ -75,7 +79,7 @@ def save(step: int) -> None:
 
 def restore(path: str) -> int:
     saved = torch.load(path, weights_only=False)
-    buffers = {k: v for k, v in model.state_dict().items() if "running" in k}
+    buffers = {k: v.clone() for k, v in model.state_dict().items() if "running" in k}
     model.load_state_dict(saved["model"])
     if args.forget == "buffers":
         model.load_state_dict({**model.state_dict(), **buffers})
@@ -102,8 +106,9 @@ for step in range(start + 1, args.steps + 1):
     y = x.sum(dim=1, keepdim=True)
     optimizer.zero_grad()
     loss = ((model(x) - y) ** 2).mean()
-    loss.backward()
-    optimizer.step()
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
     schedule.step()
     print(f"step {step} loss {float.hex(loss.item())}", flush=True)
     if args.format != "none" and step % args.save_every == 0:

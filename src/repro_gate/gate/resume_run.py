@@ -56,7 +56,7 @@ def check(config: Config, launcher: Launcher, run_a: RunRecord, comparison: Comp
     """Run R, stop it at its resume point, resume it, and compare it with run A into
     `comparison["resume"]`; the record of run R, for `runs[]`."""
     assert config.resume is not None
-    spec = _spec(config, launcher, run_a)
+    spec = _spec(config, launcher, run_a, config.resume.after)
     sink = sink_for(spec.name)
     first = _run(launcher, spec, sink)
     point = _resume_point(spec, first, config.resume.after)
@@ -74,13 +74,15 @@ def check(config: Config, launcher: Launcher, run_a: RunRecord, comparison: Comp
     return record
 
 
-def _spec(config: Config, launcher: Launcher, run_a: RunRecord) -> RunSpec:
+def _spec(config: Config, launcher: Launcher, run_a: RunRecord, after: int) -> RunSpec:
+    """Run R's first process: like run A (failing fast against it), stopped at its resume
+    point."""
     reference = None
     if config.fail_fast and config.tolerance.bitwise and (run_a.trajectory or run_a.other_ranks):
         reference = probe.probe_output_dir(run_a.run_dir)
     spec = training_run.build_spec(config, launcher, RESUME_RUN_NAME, "deterministic", reference)
     record_states(config, spec)
-    spec.env[probe.ENV_RESUME_AFTER] = str(config.resume.after if config.resume else 1)
+    spec.env[probe.ENV_RESUME_AFTER] = str(after)
     return spec
 
 

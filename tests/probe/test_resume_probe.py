@@ -97,8 +97,11 @@ def test_no_checkpoint_followed_by_a_step_leaves_no_resume_point(
     assert steps_of(tmp_path) == list(range(1, 9))
 
 
-def test_write_then_rename_reports_the_final_path(tmp_path: Path) -> None:
-    result = run(tmp_path, "10", "3", "rename", env={"REPRO_GATE_RESUME_AFTER": "4"})
+@pytest.mark.parametrize("how", ["rename", "file"])
+def test_write_then_rename_and_an_open_file_report_the_final_path(
+    tmp_path: Path, how: str
+) -> None:
+    result = run(tmp_path, "10", "3", how, env={"REPRO_GATE_RESUME_AFTER": "4"})
     assert result.returncode == STOP_EXIT_CODE, result.stderr
     assert resume_point(tmp_path) == {"step": 6, "checkpoint": str(tmp_path / "ckpt.pt"),
                                       "paths": [str(tmp_path / "ckpt.pt")], "kind": "torch.save"}
@@ -161,6 +164,7 @@ def resume(stopped: tuple[Path, Path], tmp_path: Path, *args: str) -> tuple[Path
     point = resume_point(run_r)
     resumed = run(run_r, "10", "3", "torch", *args, env={
         "REPRO_GATE_RESUME_RECORDS": "1", "REPRO_GATE_RESUME_STEP": str(point["step"]),
+        "REPRO_GATE_RESUME_AFTER": "4",  # left set: the resumed process never stops for it
         "REPRO_GATE_RESUME_CHECKPOINT": point["checkpoint"],
         "REPRO_GATE_REFERENCE_TRAJECTORY": str(probe_output_dir(run_a))})
     return run_a, run_r, resumed

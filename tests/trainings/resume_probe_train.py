@@ -3,7 +3,8 @@
     resume_probe_train.py STEPS SAVE_EVERY FORMAT [--forget WHAT] [--lr LR] [--numpy-seed N]
                           [--scaler]
 
-Saves a checkpoint every SAVE_EVERY steps in FORMAT: `torch` (ckpt.pt), `rename` (ckpt.pt.tmp,
+Saves a checkpoint every SAVE_EVERY steps in FORMAT: `torch` (ckpt.pt), `file` (ckpt.pt, through
+an open file), `rename` (ckpt.pt.tmp,
 then os.replace to ckpt.pt), `safetensors` (state.pt, then model.safetensors), `dcp` (state.pt,
 then the model in dcp_ckpt/ by torch.distributed.checkpoint) or `none`. With
 REPRO_GATE_RESUME_CHECKPOINT set it resumes from that checkpoint (`torch` and `rename` only),
@@ -35,7 +36,7 @@ class Net(torch.nn.Module):
 parser = argparse.ArgumentParser()
 parser.add_argument("steps", type=int)
 parser.add_argument("save_every", type=int)
-parser.add_argument("format", choices=["torch", "rename", "safetensors", "dcp", "none"])
+parser.add_argument("format", choices=["torch", "file", "rename", "safetensors", "dcp", "none"])
 parser.add_argument("--forget", default="")
 parser.add_argument("--lr", type=float, default=0.01)
 parser.add_argument("--numpy-seed", type=int, default=0)
@@ -62,6 +63,9 @@ def save(step: int) -> None:
     full = {"model": model.state_dict(), "step": step, **state()}
     if args.format == "torch":
         torch.save(full, "ckpt.pt")
+    elif args.format == "file":
+        with open("ckpt.pt", "wb") as handle:
+            torch.save(full, handle)
     elif args.format == "rename":
         torch.save(full, "ckpt.pt.tmp")
         os.replace("ckpt.pt.tmp", "ckpt.pt")

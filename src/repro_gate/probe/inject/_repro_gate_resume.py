@@ -137,7 +137,6 @@ class ResumePoint:
             self._on_error(f"writing {rank_file(name, rank)}: {error!r}")
 
 
-
 class Resume:
     """The probe's part in the resume check, in every process (idle when not configured)."""
 

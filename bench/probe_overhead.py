@@ -14,13 +14,18 @@ the medians of the mean step times and, measured in the worker after training, o
 - params_only_seconds: as the reference in the same process, the earlier probe's record (the
   parameters' ordered digests only, whole);
 
-and the machine's load average. On a GPU (--device cuda) the record is timed with the device
+and the machine's load average. With --resume-records, the probe-on runs also record the state
+each step begins with (REPRO_GATE_RESUME_RECORDS=1, the resume check's runs A and R), and the
+worker times that record as the probe takes it (`resume_record_seconds`: the step's first
+forward pre-hook, the optimizer step pre-hook and the line written at its post-hook), as a share
+of the probe-off step (`resume_record_pct`) and against the step record in the same process
+(`resume_over_record`). On a GPU (--device cuda) the record is timed with the device
 synchronised after the last call, so its device time counts, and host_seconds is the time the
 hooks themselves take on the host (they never wait for the device). With --as-accelerator the
 records are timed on CPU as the probe takes them on an accelerator (batched, copied back
 asynchronously, not sampled): with tiny layers, what remains is the hooks' Python work per tensor.
 Usage: python bench/probe_overhead.py [--repeats 5] [--steps 20] [--batch-size 256]
-       [--device cpu|cuda] [--layers N] [--deep-width W] [--as-accelerator]
+       [--device cpu|cuda] [--layers N] [--deep-width W] [--as-accelerator] [--resume-records]
 """
 
 from __future__ import annotations
@@ -99,7 +104,14 @@ def worker(args: argparse.Namespace) -> None:
     by_every = {every: _record_timer(optimizer, named, (data, output), loss, every)
                 for every in EVERY}
     record = _record_timer(optimizer, named, (data, output), loss, None)
+    resume: dict[str, Any] = {}
+    if args.resume_records:
+        with tempfile.TemporaryDirectory() as out_dir:
+            timer, errors = _resume_record_timer(model, optimizer, out_dir)
+            resume = {"resume_record_seconds": _time_per_call(timer, steps, torch, device),
+                      "resume_record_errors": errors}
     print(json.dumps({
+        **resume,
         "params": sum(p.numel() for p in model.parameters()),
         "tensors": len(named),
         "step_seconds": step_seconds,
@@ -141,6 +153,24 @@ def _record_timer(optimizer: Any, named: list, call: tuple[Any, Any], loss: Any,
     return record
 
 
+def _resume_record_timer(model: Any, optimizer: Any,
+                         out_dir: str) -> tuple[Callable[[], None], list[str]]:
+    """One step's resume record as the probe takes it; the errors it reported."""
+    from _repro_gate_resume_state import ResumeRecords
+
+    errors: list[str] = []
+    completed = [0]
+    records = ResumeRecords(out_dir, lambda: completed[0], False, errors.append)
+
+    def record() -> None:
+        records.on_root_start(model)  # the step's first forward
+        records.before_step(optimizer, completed[0] + 1)  # its optimizer step's pre-hook
+        completed[0] += 1
+        records.after_step(0)  # its post-hook: the line written
+
+    return record, errors
+
+
 def _synchronize(torch: Any, device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -171,10 +201,13 @@ def measure(with_probe: bool, args: argparse.Namespace, run_dir: str) -> dict[st
         env.update(
             PYTHONPATH=str(INJECT_DIR), REPRO_GATE_RUN_DIR=run_dir, REPRO_GATE_MODE="default"
         )
+        if args.resume_records:
+            env["REPRO_GATE_RESUME_RECORDS"] = "1"
     command = [sys.executable, __file__, "--worker", "--steps", str(args.steps), "--batch-size",
                str(args.batch_size), "--device", args.device, "--layers", str(args.layers),
                "--deep-width", str(args.deep_width)]
     command += ["--as-accelerator"] if args.as_accelerator else []
+    command += ["--resume-records"] if args.resume_records else []
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -220,8 +253,25 @@ def summarise(off: list[dict[str, Any]], on: list[dict[str, Any]],
         # Same process, same model: the record against the earlier probe's digest.
         "record_over_params_only": round(statistics.median(
             r["record_seconds"] / r["params_only_seconds"] for r in runs), 3),
+        **(_resume_summary(runs, off, step_off) if args.resume_records else {}),
         "load_average_before": [round(load, 2) for load in load_before],
         "load_average_after": [round(load, 2) for load in os.getloadavg()],
+    }
+
+
+def _resume_summary(runs: list[dict[str, Any]], off: list[dict[str, Any]],
+                    step_off: float) -> dict[str, Any]:
+    """The resume records' added cost: a share of the probe-off step, and against the step
+    record measured in the same process."""
+    seconds = statistics.median(r["resume_record_seconds"] for r in runs)
+    return {
+        "resume_record_seconds": round(seconds, 6),
+        "resume_record_pct": _pct(seconds, step_off),
+        "resume_record_pct_runs": [_pct(r["resume_record_seconds"], r["step_seconds"])
+                                   for r in off],
+        "resume_over_record": round(statistics.median(
+            r["resume_record_seconds"] / r["record_seconds"] for r in runs), 3),
+        "resume_record_errors": sorted({e for r in runs for e in r["resume_record_errors"]}),
     }
 
 
@@ -235,6 +285,8 @@ def main() -> int:
     parser.add_argument("--deep-width", type=int, default=DEEP_WIDTH, help="its layers' width")
     parser.add_argument("--as-accelerator", action="store_true",
                         help="time the records on CPU as on an accelerator")
+    parser.add_argument("--resume-records", action="store_true",
+                        help="the resume check's records too: their added cost per step")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:

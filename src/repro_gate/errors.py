@@ -77,6 +77,8 @@ class ErrorKind(StrEnum):
     # the probe never loaded (python -I/-S, a cleared PYTHONPATH, no Python) and no artifacts
     # were compared: nothing was observed
     PROBE_NOT_LOADED = "probe_not_loaded"
+    # the resume check: run R wrote no checkpoint at or after `resume.after` before it ended
+    NO_CHECKPOINT = "no_checkpoint"
     # comparing
     NO_ARTIFACTS = "no_artifacts"  # the runs wrote none of the configured artifacts
     NOTHING_TO_COMPARE = "nothing_to_compare"

@@ -1,5 +1,5 @@
-"""Manifest documents for the tests: a real-shaped current one (version 4), and the versions 3,
-2 and 1 it came from."""
+"""Manifest documents for the tests: a real-shaped current one (version 5), and the versions 4,
+3, 2 and 1 it came from."""
 
 from __future__ import annotations
 
@@ -18,13 +18,22 @@ V1_UNWRITTEN = ("fingerprint", "checklist", "environment_diff", "reporting", "me
 
 
 def load_current() -> dict[str, Any]:
-    """A failing run's manifest, valid against the current schema (version 4)."""
+    """A failing run's manifest, valid against the current schema (version 5)."""
     return copy.deepcopy(json.loads(MANIFEST_FAIL.read_text(encoding="utf-8")))
+
+
+def as_v4(document: dict[str, Any]) -> dict[str, Any]:
+    """What a version 4 gate wrote for the same run: no resume check."""
+    old = copy.deepcopy(document)
+    old["schema_version"] = 4
+    if isinstance(old.get("comparison"), dict):
+        old["comparison"].pop("resume", None)
+    return old
 
 
 def as_v3(document: dict[str, Any]) -> dict[str, Any]:
     """What a version 3 gate wrote for the same run: no record of who seeded."""
-    old = copy.deepcopy(document)
+    old = as_v4(document)
     old["schema_version"] = 3
     random = (old.get("fingerprint") or {}).get("random")
     if isinstance(random, dict):

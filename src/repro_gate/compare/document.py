@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+from repro_gate.compare.missing_state import MissingState
 from repro_gate.compare.status import Status
 from repro_gate.compare.trajectory import FirstDivergence
 
@@ -37,10 +38,31 @@ class TrajectorySummary(_Trajectory, total=False):
     ranks: int  # present only when more than one rank was compared
 
 
-class Comparison(TypedDict):
-    """`comparison`: the first run against every other one."""
+class ResumeDivergence(TypedDict):
+    step: int
+    rank: int
+    cause: str  # the gate's usual cause (compare/cause.py)
 
+
+class ResumeComparison(TypedDict):
+    """`comparison.resume`: run R, stopped at a checkpoint and resumed, against run A."""
+
+    status: str  # same | within_tolerance | changed | not_run
+    resume_step: int | None
+    checkpoint: str | None
+    first_divergence: ResumeDivergence | None
+    missing_state: MissingState | None
+    note: str
+
+
+class _Comparison(TypedDict):
     basis: str  # bitwise | tolerance
     artifacts: list[ArtifactResult]
     trajectory: TrajectorySummary
     first_divergence: FirstDivergence | None
+
+
+class Comparison(_Comparison, total=False):
+    """`comparison`: the first run against every other one."""
+
+    resume: ResumeComparison | None  # the gate's: None when `resume` is not configured

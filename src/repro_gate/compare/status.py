@@ -33,6 +33,16 @@ class Numerics(StrEnum):
     NOT_COMPARED = Status.NOT_COMPARED.value  # the candidate's own runs did not reproduce
 
 
+class Resume(StrEnum):
+    """How run R, stopped at a checkpoint and resumed, compares with run A
+    (`comparison.resume.status`): the words of `Numerics`, and `not_run`."""
+
+    SAME = Numerics.SAME.value
+    WITHIN_TOLERANCE = Numerics.WITHIN_TOLERANCE.value
+    CHANGED = Numerics.CHANGED.value
+    NOT_RUN = "not_run"  # A and B did not agree, or the gate stopped before run R
+
+
 EQUAL = Status.EQUAL
 WITHIN_TOLERANCE = Status.WITHIN_TOLERANCE
 DIFFERENT = Status.DIFFERENT

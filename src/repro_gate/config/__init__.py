@@ -12,6 +12,7 @@ from repro_gate.config.model import (
     MetricsConfig,
     ReferenceConfig,
     ReportConfig,
+    ResumeConfig,
     ToleranceConfig,
 )
 
@@ -26,6 +27,7 @@ __all__ = [
     "MetricsConfig",
     "ReferenceConfig",
     "ReportConfig",
+    "ResumeConfig",
     "ToleranceConfig",
     "load",
     "recorded_section",

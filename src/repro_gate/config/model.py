@@ -126,6 +126,26 @@ class CostConfig:
 
 
 @dataclass(frozen=True)
+class ResumeConfig:
+    """`resume`: run R stops after its first checkpoint written at or after optimizer step
+    `after`, and `command` (None: the training's own) resumes it (docs/resume.md)."""
+
+    after: int
+    command: str | None = None  # run by /bin/sh -c, like a string `command`
+
+    @classmethod
+    def from_document(cls, value: dict[str, Any] | None) -> ResumeConfig | None:
+        """From the config value `{after, command}`; None when the check is not configured."""
+        if not value or value.get("after") is None:
+            return None
+        return cls(int(value["after"]), value.get("command") or None)
+
+    def as_document(self) -> dict[str, Any]:
+        """The config value this section was read from (an unset command left out)."""
+        return _present(self)
+
+
+@dataclass(frozen=True)
 class ReferenceConfig:
     """`reference` (and `device`): the embedded training used when no command is configured."""
 
@@ -232,6 +252,7 @@ class Config:
     tolerance: ToleranceConfig = ToleranceConfig()
     compare: CompareConfig = CompareConfig()
     cost: CostConfig = CostConfig()
+    resume: ResumeConfig | None = None  # None: no resume check
     reference: ReferenceConfig = ReferenceConfig()
     container: ContainerConfig = ContainerConfig()
     report: ReportConfig = ReportConfig()
@@ -276,6 +297,7 @@ class Config:
             tolerance=ToleranceConfig.from_document(doc.get("tolerance")),
             compare=CompareConfig.from_document(doc.get("compare")),
             cost=CostConfig(**(doc.get("cost") or {})),
+            resume=ResumeConfig.from_document(doc.get("resume")),
             reference=ReferenceConfig(**reference),
             container=ContainerConfig(**container),
             report=ReportConfig(**(doc.get("report") or {})),
@@ -301,6 +323,7 @@ class Config:
             "env": dict(self.env),
             "determinism": self.determinism,
             "cost": _present(self.cost),
+            "resume": self.resume.as_document() if self.resume else None,
             "fail_fast": self.fail_fast,
             "allow_fork_pull_requests": self.allow_fork_pull_requests,
             "device": reference.pop("device"),

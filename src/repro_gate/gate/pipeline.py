@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate import fingerprint, manifest, notices
+from repro_gate.compare.document import Comparison
 from repro_gate.compare.run_pair import check_something_compared, compare_runs, empty_comparison
 from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
 from repro_gate.cost import plan as cost_plan
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError, one_line
-from repro_gate.gate import evidence, file_lock, training_run, verdict
+from repro_gate.gate import evidence, file_lock, resume_run, training_run, verdict
 from repro_gate.gate.localise import localise
 from repro_gate.gate.record import GateState, assemble, deterministic, now
 from repro_gate.launch import cancel
@@ -84,6 +85,8 @@ def _run_gate(
             state.evidence = evidence.gather(config.command, deterministic(state.records))
             evidence.check(state.evidence, comparison)
             check_something_compared(comparison)
+        if config.resume is not None:
+            _check_resume(config, launcher, state, comparison, sink_for)
     except GateError as error:
         state.error = error
         comparison = empty_comparison(config.tolerance)
@@ -92,6 +95,7 @@ def _run_gate(
         comparison = empty_comparison(config.tolerance)
     # The verdict is decided: a late signal no longer cuts writing and publishing it short.
     cancel.ignore_from_now()
+    comparison.setdefault("resume", resume_run.unchecked(config, agreed=True))
     document = assemble(config, state, comparison, started_at, time.monotonic() - started)
     path = _write(document, config.output_dir, state)
     document.update(publisher.finished(document, path))
@@ -104,6 +108,17 @@ def _run_gate(
         error_detail=state.error.detail if state.error else "",
         records=state.records,
     )
+
+
+def _check_resume(config: Config, launcher: Launcher, state: GateState, comparison: Comparison,
+                  sink_for: SinkFactory) -> None:
+    """Run R once runs A and B agree (gate/resume_run.py); else the check is `not_run`."""
+    runs = deterministic(state.records)
+    agreed = bool(runs) and not state.strict_stop and not verdict.failures(comparison, [])
+    if not agreed:
+        comparison["resume"] = resume_run.unchecked(config, agreed)
+        return
+    state.records.append(resume_run.check(config, launcher, runs[0], comparison, sink_for))
 
 
 def configuration_error(error: GateError, output_dir: Path, publisher: Publisher) -> GateOutcome:
@@ -204,6 +219,8 @@ def execute_runs(
             recorded = first.trajectory or first.other_ranks
             reference = probe_output_dir(first.run_dir) if recorded else None
         spec = training_run.build_spec(config, launcher, name, "deterministic", reference)
+        if index == 0:
+            resume_run.record_states(config, spec)
         record = _execute(config, launcher, spec, sink_for)
         state.records.append(record)
         _check_run(record, state, config.timeout)

@@ -19,7 +19,7 @@ from repro_gate.fingerprint.seeding import DETERMINISM_VARIABLES
 from repro_gate.gate import collect as artifacts
 from repro_gate.gate import workcopy
 from repro_gate.launch import progress
-from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
+from repro_gate.launch.base import Launcher, LineSink, Mode, RunOutcome, RunSpec
 from repro_gate.launch.shell import shell_argv
 
 REFERENCE_DIR = Path(__file__).parents[1] / "reference"
@@ -222,6 +222,13 @@ def execute(
     directory, and what it wrote in its working copy, which keeps only that)."""
     with progress.watching_run(spec, sink):
         outcome = launcher.run(spec, sink)
+    return gather(launcher, spec, outcome, configured_globs)
+
+
+def gather(
+    launcher: Launcher, spec: RunSpec, outcome: RunOutcome, configured_globs: list[str] | None
+) -> RunRecord:
+    """What a finished run left: probe files and artifacts, as `execute` records them."""
     if spec.workspace is not None:
         copy = workcopy.WorkCopy(spec.workdir, spec.workspace)
         copy.name_workspace_files(probe.probe_output_dir(spec.run_dir))

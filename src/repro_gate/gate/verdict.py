@@ -9,6 +9,7 @@ from typing import Any, TypedDict
 from repro_gate.compare import status
 from repro_gate.compare.document import Comparison
 from repro_gate.compare.fields import parse_path
+from repro_gate.compare.resume import headline
 from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import explain
 
@@ -22,6 +23,7 @@ NONDETERMINISTIC_OP_STRICT = "nondeterministic_op_strict"
 BITWISE_EQUAL = "bitwise_equal"
 WITHIN_TOLERANCE = status.WITHIN_TOLERANCE.value  # every artifact equal or within it
 COST_OVER_BUDGET = "cost_over_budget"  # `cost.max_pct` set and the whole interval lies above it
+RESUME_CHANGED = "resume_changed"  # run R, stopped and resumed, did not continue as run A did
 REASON_CODES = frozenset({
     TRAJECTORY_DIVERGED,
     ARTIFACT_DIFFERENT,
@@ -30,6 +32,7 @@ REASON_CODES = frozenset({
     BITWISE_EQUAL,
     WITHIN_TOLERANCE,
     COST_OVER_BUDGET,
+    RESUME_CHANGED,
 })
 
 
@@ -74,6 +77,9 @@ def failures(comparison: Comparison, strict_ops: list[dict[str, Any]]) -> list[R
             found.append(reason(
                 ARTIFACT_MISSING, f"{item['path']} is present in run {present} only"
             ))
+    resume = comparison.get("resume")
+    if resume and resume["status"] == status.Resume.CHANGED:
+        found.append(reason(RESUME_CHANGED, f"the resume check: {headline(resume)}"))
     for op in strict_ops:
         where = f" at {op['file']}:{op['line']}" if op.get("file") else ""
         found.append(reason(

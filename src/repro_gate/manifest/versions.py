@@ -91,9 +91,20 @@ def _v3_seeding(seed: Any) -> Document:
             "settings": [], "note": V3_SEEDING_NOTE}
 
 
+def _from_v4(document: Document) -> Document:
+    """Version 4 -> 5: the resume check; a version 4 gate never ran it (`comparison.resume`
+    null)."""
+    upgraded = {**document, "schema_version": 5}
+    comparison = document.get("comparison")
+    if isinstance(comparison, dict):
+        upgraded["comparison"] = {**comparison, "resume": comparison.get("resume")}
+    return upgraded
+
+
 # MIGRATIONS[n] turns a version n document into a version n + 1 one. Bumping SCHEMA_VERSION
 # means adding the step from the previous version here.
-MIGRATIONS: dict[int, Callable[[Document], Document]] = {1: _from_v1, 2: _from_v2, 3: _from_v3}
+MIGRATIONS: dict[int, Callable[[Document], Document]] = {
+    1: _from_v1, 2: _from_v2, 3: _from_v3, 4: _from_v4}
 
 
 def version_of(document: Document, source: str, kind: ErrorKind) -> int:

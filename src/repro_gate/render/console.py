@@ -7,7 +7,7 @@ from typing import Any
 
 from repro_gate.compare.status import Status
 from repro_gate.fingerprint import diff_lines
-from repro_gate.render import cost_text, observed, seeding_text
+from repro_gate.render import cost_text, observed, resume_text, seeding_text
 from repro_gate.render.diagnosis import facts
 
 HEADLINES = {
@@ -38,6 +38,7 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
         lines.append("  last lines of the run's log:")
         lines += [f"    | {line}" for line in error_detail.splitlines()]
     lines += comparison_lines(manifest["comparison"])
+    lines += _resume(manifest["comparison"])
     lines += _ops(manifest)
     lines += _cost(manifest)
     lines += _noise_floor(manifest)
@@ -112,6 +113,11 @@ def _divergence(comparison: Mapping[str, Any]) -> list[str]:
     # The sentence itself is among the reasons above; here, the evidence it rests on.
     evidence = [f"    {label}: {text}" for label, text in facts(divergence)]
     return [f"  first divergence: {where} ({runs}): {shown or 'loss only'}{loss}", *evidence]
+
+
+def _resume(comparison: Mapping[str, Any]) -> list[str]:
+    found = resume_text.lines(comparison)
+    return [f"  {line}" for line in found[:1]] + [f"    {line}" for line in found[1:]]
 
 
 def _ops(manifest: dict[str, Any]) -> list[str]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from repro_gate.compare.status import Status
-from repro_gate.render import observed, seeding_text
+from repro_gate.render import observed, resume_text, seeding_text
 from repro_gate.render.cost_text import over_budget_only
 from repro_gate.render.diagnosis import explain, headline
 from repro_gate.render.golden_chart import golden_chart
@@ -98,7 +98,8 @@ def _reproducible_words(comparison: Mapping[str, Any]) -> str:
 
 def summary_markdown(manifest: Mapping[str, Any]) -> str:
     """The check-run summary and the job summary: verdict first, then the evidence."""
-    parts = [_heading(manifest), _verdict_line(manifest), _gate_seed(manifest)]
+    parts = [_heading(manifest), _verdict_line(manifest), _gate_seed(manifest),
+             _resume(manifest)]
     if as_mapping(manifest.get("reporting")).get("deferred"):
         parts.append(f"> [!NOTE]\n> {FORK_NOTE}")
     parts += evidence(manifest)
@@ -140,7 +141,9 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
     details = "\n\n".join(p for p in [*evidence(manifest), reproduce_markdown(manifest)] if p)
     marker = comment_marker(gate)
     folded = f"<details><summary>Details</summary>\n\n{details.strip()}\n\n</details>\n"
-    body = "\n\n".join(p for p in (_heading(manifest), _why(manifest), table,
+    body = "
+
+".join(p for p in (_heading(manifest), _why(manifest), _resume(manifest), table,
                                      golden_chart(manifest), folded) if p)
     return truncate(body, COMMENT_LIMIT - len(marker) - 2) + "\n" + marker + "\n"
 
@@ -154,6 +157,11 @@ def reproduce_markdown(manifest: Mapping[str, Any]) -> str:
     if not lines:
         return f"{heading} {seeding_text.NOTHING_TO_ADD}."
     return heading + "\n\n```\n" + "\n".join(lines) + "\n```"
+
+
+def _resume(manifest: Mapping[str, Any]) -> str:
+    text = resume_text.paragraph(as_mapping(manifest.get("comparison")))
+    return f"**Resume check:** {text}" if text else ""
 
 
 def _gate_seed(manifest: Mapping[str, Any]) -> str:

@@ -230,7 +230,9 @@ def _gate(config: Config, role: Role, launcher_base: Launcher, state: UpgradeSta
           sink_for: SinkFactory, inputs: str) -> GateOutcome:
     """The gate in the environment of `role`: read back from the cache when everything that
     decides it is unchanged (upgrade/gate_cache.py), else run, and cached when reproducible."""
-    inner = dataclasses.replace(config, output_dir=config.output_dir / UPGRADE_SUBDIR / role)
+    # The resume check is `check`'s: the upgrade compares numerics, never resumes.
+    inner = dataclasses.replace(config, output_dir=config.output_dir / UPGRADE_SUBDIR / role,
+                                resume=None)
     cache = GateCache(config.upgrade.cache_path / GATES_SUBDIR)
     key = gate_key(inputs, state.environments[role])
     state.gate_keys[role] = key
@@ -290,7 +292,7 @@ def _run_a(outcome: GateOutcome) -> RunRecord:
 def _search(config: Config, launcher: Launcher, build: BuildEnvironment, state: UpgradeState,
             sink_for: SinkFactory) -> None:
     trials_config = dataclasses.replace(
-        config, output_dir=config.output_dir / UPGRADE_SUBDIR / "trials")
+        config, output_dir=config.output_dir / UPGRADE_SUBDIR / "trials", resume=None)
     ensure_writable(trials_config.output_dir)
     trials = Trials(trials_config, launcher, build, state.baseline_lock(),
                     state.candidate_lock(), _run_a(state.gates["baseline"]),

@@ -370,3 +370,16 @@ def test_an_unreachable_index_ends_the_culprit_search_instead_of_skipping(
     assert reason["code"] == "index_unreachable", reason
     assert document["culprit_search"]["trials"] == []  # no trial counted as a skip
     assert document["numerics"]["status"] == "changed"
+
+
+def test_the_upgrade_check_never_runs_the_resume_check(
+        trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    # The training writes no checkpoint: a resume check would end in `no_checkpoint`.
+    result = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless",
+                     "--resume-after", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for role in ("baseline", "candidate"):
+        path = trainer / "repro-gate-out" / "upgrade" / role / "manifest.json"
+        manifest = json.loads(path.read_text())
+        assert manifest["comparison"]["resume"] is None
+        assert [run["name"] for run in manifest["runs"]] == ["A", "B"]

@@ -92,6 +92,7 @@ class ConfigKey:
 RUN = "what to run"
 COMPARISON = "comparison"
 COST = "cost of determinism"
+RESUME = "resume check"
 REFERENCE = "embedded reference training (no command configured)"
 CONTAINER = "container runs"
 REPORTING = "reporting"

@@ -26,6 +26,7 @@ class ParameterNames:
     def __init__(self, on_root_call: RootCall | None = None) -> None:
         # (module, args, kwargs, output) each time a root's call ends (not when it raised)
         self._on_root_call = on_root_call
+        self.on_root_start: Callable[[Any], None] | None = None  # (module) as a root call begins
         self._noting = False  # roots are noted until every optimizer's names are known
         self._roots: list[weakref.ref[Any]] = []
         self._root_ids: set[int] = set()
@@ -58,6 +59,8 @@ class ParameterNames:
         state = self._forward_state
         depth = getattr(state, "depth", 0)
         state.depth = depth + 1
+        if depth == 0 and self.on_root_start is not None:
+            self.on_root_start(module)
         if depth == 0 and self._noting and id(module) not in self._root_ids:
             self._roots = [ref for ref in self._roots if ref() is not None]
             self._root_ids = {id(ref()) for ref in self._roots}

@@ -3,43 +3,41 @@
 Deterministic mode switches torch's determinism knobs on when torch is imported; it seeds
 `random`, numpy and torch only when the gate was given a seed (REPRO_GATE_SEED: seeding is the
 training's job). Default mode changes nothing in training. In every mode the training's own
-seeding calls and the first parameter's creation are recorded (_repro_gate_seeding). In
-both modes every process that takes an optimizer step records into
-`$REPRO_GATE_RUN_DIR/.repro-gate/`, under its rank's file names (`rank_file`: rank 0 keeps the
-plain names). The rank and world size come from torch.distributed when it is initialised at the
-first step, else from RANK (or LOCAL_RANK) and WORLD_SIZE; a process without them is rank 0 of 1.
-So torchrun's workers and mp.spawn's processes record, one file set per rank; the torchrun agent,
-DataLoader workers and a `prep.py` before the training take no step and write no trajectory. The
-first process of the run (the owner) also writes status.json from the start, so that a run that
-never steps has a status; it leaves rank 0's files alone once another process took them over.
+seeding calls and the first parameter's creation are recorded (_repro_gate_seeding), and every
+process that takes an optimizer step records into `$REPRO_GATE_RUN_DIR/.repro-gate/`, under its
+rank's file names (`rank_file`: rank 0 keeps the plain names). The rank and world size come from
+torch.distributed when it is initialised at the first step, else from RANK (or LOCAL_RANK) and
+WORLD_SIZE; a process without them is rank 0 of 1. So torchrun's workers and mp.spawn's
+processes record, one file set per rank; the torchrun agent, DataLoader workers and a `prep.py`
+before the training take no step and write no trajectory. The first process of the run (the
+owner) also writes status.json from the start, so that a run that never steps has a status; it
+leaves rank 0's files alone once another process took them over.
 
 - trajectory.jsonl: one line per optimizer step, the evidence for the cause of a divergence:
-  digests of the model's input batch ("inputs"), the loss's exact bits, digests of the gradients
-  just before the optimizer step ("grads", an optimizer step pre-hook) and of the parameters
-  after it ("params"); the first line also has the parameters before the first step ("init").
-  "time" is the wall time since the previous step's line was written (for the first step, since
-  torch finished importing), less the probe's own time in the pre-hook. On CPU, large tensors'
-  digests are sampled ("sampled": K); on accelerators a record is read, written and matched one
-  step later (no host sync): see _repro_gate_steps.
-- alerts.json: nondeterministic-op warnings and strict-mode errors, per user source line.
-- status.json and fingerprint.json, written when the process finishes or the probe stops it.
+  digests of the model's input batch ("inputs"), the loss's exact bits, of the gradients just
+  before the optimizer step ("grads", a step pre-hook) and of the parameters after it ("params");
+  the first line also has the parameters before the first step ("init"). "time" is the wall
+  time since the previous step's line was written (or torch's import), less the probe's own time
+  in the pre-hook. On CPU, large tensors' digests are sampled ("sampled": K); on accelerators a
+  record is read, written and matched one step later (no host sync): see _repro_gate_steps.
+- alerts.json: nondeterministic-op warnings and strict-mode errors, per user source line;
+  status.json and fingerprint.json, written when the process finishes or the probe stops it.
 
 Only the standard library is imported here until torch or numpy is imported by the user. The
 probe's other modules, all in this directory and named `_repro_gate_*`:
 
-- _repro_gate_contract: the variables and file names shared with the gate; _repro_gate_files:
-  reading variables, writing JSON files atomically; _repro_gate_import_watch: the hook that
-  calls back when torch or numpy is imported; _repro_gate_patches: the wrappers around backward,
-  warnings and the exception hooks; _repro_gate_param_names: the model's names for parameters.
-- _repro_gate_ranks: the process's rank and world size, and its reference trajectory's path.
-- _repro_gate_trajectory: writing trajectory.jsonl and matching a reference trajectory (the
-  reference variable names run A's probe directory, or, from earlier gates, its rank 0 file).
+- _repro_gate_contract: the variables and files shared with the gate; _repro_gate_files: reading
+  variables, writing JSON atomically; _repro_gate_import_watch: a callback when a module is
+  imported; _repro_gate_patches: wrappers around backward, warnings and the exception hooks;
+  _repro_gate_param_names: parameters' model names; _repro_gate_ranks: the rank, world size and
+  reference trajectory's path.
+- _repro_gate_trajectory: writing trajectory.jsonl, matching a reference trajectory.
 - Imported once torch is: _repro_gate_steps (one step's record), _repro_gate_step_inputs (the
   input batch), _repro_gate_digest and _repro_gate_host_read (the lagged read),
-  _repro_gate_alerts, _repro_gate_fingerprint; and for the
-  localisation run only, _repro_gate_localise and _repro_gate_rerun (each module call of the
-  divergent step run again from the state it started in).
-- _repro_gate_cost_arms: in the cost run (mode "cost"), the knobs switched between blocks.
+  _repro_gate_alerts, _repro_gate_fingerprint; for the localisation run only,
+  _repro_gate_localise and _repro_gate_rerun (the divergent step's module calls run again).
+- _repro_gate_cost_arms: the cost run's knobs, switched between blocks; _repro_gate_resume: the
+  resume check (the stop after a checkpoint, the resumed numbering, the records of state).
 """
 
 from __future__ import annotations
@@ -77,6 +75,7 @@ from _repro_gate_import_watch import ImportWatcher, import_optional
 from _repro_gate_param_names import ParameterNames
 from _repro_gate_patches import chain_excepthooks, wrap_backward, wrap_showwarnmsg
 from _repro_gate_ranks import rank_and_world_size, reference_path
+from _repro_gate_resume import STOP_REASON, Resume
 from _repro_gate_seeding import Seeding
 from _repro_gate_trajectory import ReferenceTrajectory, TrajectoryWriter
 
@@ -113,8 +112,7 @@ class Probe:
         self.owner = owner  # the run's first process: writes a status even when it never steps
         self.writable = True  # False once out_dir turned out not writable
         self.claimed = False  # True from this process's first optimizer step
-        self.rank = 0
-        self.world_size = 1
+        self.rank, self.world_size = 0, 1
         self.pid = os.getpid()
         self.errors: list[str] = []
         self.mode = os.environ.get(ENV_MODE) or "default"
@@ -123,7 +121,8 @@ class Probe:
         self.max_steps = int_env(ENV_MAX_STEPS, None, self._error)
         if self.mode not in ("deterministic", "default", "cost"):
             self._error(f"unknown {ENV_MODE} {self.mode!r}: observing only")
-        self.steps = 0
+        self.resume = Resume(out_dir, self._error)
+        self.steps = self.resume.first_step or 0
         self.stopped: str | None = None
         self.stop_step: int | None = None
         self.last_step_end = time.perf_counter()
@@ -187,7 +186,7 @@ class Probe:
         # records only if it steps, under its own rank.
         self.pid = os.getpid()
         self.owner = self.claimed = False
-        self.steps = 0
+        self.steps = self.resume.first_step or 0
         self.stopped = self.stop_step = None
         self._trajectory = self._reference = None
         if self._recorder is not None:
@@ -226,9 +225,8 @@ class Probe:
         from _repro_gate_step_inputs import StepInputs
         from _repro_gate_steps import SAMPLE_EVERY, SAMPLE_MIN_ELEMENTS, StepRecorder
 
-        self._alerts = AlertRecorder(
-            [os.path.dirname(torch.__file__), _PROBE_DIR], lambda: self.steps + 1
-        )
+        self._alerts = AlertRecorder([os.path.dirname(torch.__file__), _PROBE_DIR],
+                                     lambda: self.steps + 1)
         self._inputs = StepInputs(torch, self._error, (SAMPLE_EVERY, SAMPLE_MIN_ELEMENTS))
         self._recorder = StepRecorder(self._inputs)
         warnings.filterwarnings("always", message=WARNING_PATTERN, category=UserWarning)
@@ -237,6 +235,7 @@ class Probe:
         register_optimizer_step_hooks(self._before_optimizer_step, self._on_optimizer_step)
         self._param_names.watch_forward(True)
         self._arms = cost_arms(self.mode, torch, self._error, self.max_steps)
+        self.resume.install(torch, lambda: self.steps, self._param_names)
         if os.environ.get(ENV_LOCALISE_STEP):
             from _repro_gate_localise import install as install_localiser
 
@@ -265,6 +264,7 @@ class Probe:
         except Exception as error:
             self._error(f"recording step {self.steps}: {error!r}")
             records = []
+        self.resume.after_step(self.rank)
         for record in records:  # on an accelerator: the previous step's (lagged)
             if self._reference is not None and self._reference.differs(record):
                 self._stop("divergence", record["step"])
@@ -279,6 +279,8 @@ class Probe:
     def _before_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
         if not self._is_mine() or self.stopped:
             return
+        if self.resume.before_step(optimizer, self.steps):
+            self._stop(STOP_REASON, self.steps)
         started = time.perf_counter()
         try:
             named, _ = self._param_names.named_parameters(optimizer)
@@ -308,7 +310,7 @@ class Probe:
         self.rank, self.world_size = rank_and_world_size(self._torch, self._error)
         self.claimed = True
         path = os.path.join(self.out_dir, rank_file(TRAJECTORY_FILE, self.rank))
-        self._trajectory = TrajectoryWriter(path)
+        self._trajectory = TrajectoryWriter(path, append=self.resume.first_step is not None)
         reference = reference_path(os.environ.get(ENV_REFERENCE_TRAJECTORY), self.rank)
         if reference is not None:
             self._reference = ReferenceTrajectory(reference, self._error)
@@ -320,9 +322,12 @@ class Probe:
             self._start_writing()
 
     def _stop(self, reason: str, step: int) -> None:
+        if not self.claimed:  # stopped before its first step: its files are still its own
+            self._claim()
         self.stopped = reason
         self.stop_step = step  # on an accelerator, a divergence is seen a step later
         self.finish()
+        self.resume.before_exit(reason, self.world_size)  # the other ranks' files, written
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
@@ -373,20 +378,10 @@ class Probe:
             print(f"repro-gate probe: cannot write status: {error!r}", file=sys.stderr)
 
     def _write_status(self) -> None:
-        self._write_json(
-            STATUS_FILE,
-            {
-                "probe": "ok",
-                "pid": self.pid,
-                "rank": self.rank,
-                "world_size": self.world_size,
-                "mode": self.mode,
-                "steps": self.steps,
-                "stopped": self.stopped,
-                "stop_step": self.stop_step,
-                "errors": self.errors,
-            },
-        )
+        self._write_json(STATUS_FILE, {
+            "probe": "ok", "pid": self.pid, "rank": self.rank, "world_size": self.world_size,
+            "mode": self.mode, "steps": self.steps, "stopped": self.stopped,
+            "stop_step": self.stop_step, "errors": self.errors})
 
     def _write_json(self, name: str, value: Any) -> None:
         write_json(os.path.join(self.out_dir, rank_file(name, self.rank)), value)

@@ -17,7 +17,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from _repro_gate_contract import ENV_FAIL_FAST_TOLERANCE
 
@@ -25,14 +25,16 @@ from _repro_gate_contract import ENV_FAIL_FAST_TOLERANCE
 class TrajectoryWriter:
     """Appends step records to trajectory.jsonl, created at the first step."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, append: bool = False) -> None:
         self.path = path
+        # The resumed process of the resume check goes on with the run's file.
+        self._mode: Literal["a", "w"] = "a" if append else "w"
         self._handle: TextIO | None = None
 
     def append(self, record: dict[str, Any]) -> None:
         """Write one step's line and flush it, so a killed run keeps every finished step."""
         if self._handle is None:
-            self._handle = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (kept open)
+            self._handle = open(self.path, self._mode, encoding="utf-8")  # noqa: SIM115 (kept open)
         self._handle.write(json.dumps(record) + "\n")
         self._handle.flush()
 

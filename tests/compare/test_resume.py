@@ -1,0 +1,143 @@
+"""The resume check's comparison and the state it names, from state records as the probe
+writes them (`resume_state.jsonl`) and trajectories of runs A and R."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from repro_gate.compare.missing_state import GENERATORS, SENTENCES, decide, sentence
+from repro_gate.compare.resume import ResumeEvidence, ResumePoint, compare_resume, not_run
+from repro_gate.compare.run_pair import RunSide
+from repro_gate.config import CompareConfig, ToleranceConfig
+
+
+def state(step: int, **changes: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "step": step, "params": f"p{step}", "buffers": f"b{step}",
+        "rng": {"torch": f"t{step}", "cuda": None, "numpy": f"n{step}", "random": f"r{step}"},
+        "optimizer_state": f"o{step}", "hyper": [{"lr": 0.1, "momentum": 0.9}],
+        "grad_scale": None,
+    }
+    for key, value in changes.items():
+        if key in GENERATORS:
+            record["rng"] = {**record["rng"], key: value}
+        else:
+            record[key] = value
+    return record
+
+
+def step(n: int, inputs: str = "x", loss: float = 1.0) -> dict[str, Any]:
+    return {"step": n, "params": {"w": f"w{n}"}, "loss": loss, "inputs": f"{inputs}{n}",
+            "grads": {"w": f"g{n}"}, "init": {"w": "w0"}}
+
+
+def test_the_first_state_in_precedence_at_the_first_differing_step_is_named() -> None:
+    a = {0: [state(n) for n in range(1, 6)]}
+    # At step 3 the torch generator, the learning rate and the moments differ: rng wins.
+    r = {0: [state(1), state(2), state(3, torch="other", hyper=[{"lr": 1.0}], optimizer_state="o"),
+             state(4, params="other")]}
+    assert decide(a, r, {}, {}, resume_step=2) == {"kind": "rng", "generator": "torch"}
+
+
+@pytest.mark.parametrize(("changes", "kind", "generator"), [
+    ({"params": "other"}, "parameters", None),
+    ({"buffers": "fresh"}, "buffers", None),
+    ({"numpy": "reseeded"}, "rng", "numpy"),
+    ({"random": "reseeded"}, "rng", "random"),
+    ({"hyper": [{"lr": 0.5, "momentum": 0.9}]}, "lr_schedule", None),
+    ({"grad_scale": 65536.0}, "grad_scaler", None),
+    ({"optimizer_state": None}, "optimizer_state", None),
+])
+def test_each_state_alone_is_named(changes: dict[str, Any], kind: str,
+                                   generator: str | None) -> None:
+    a = {0: [state(n) for n in range(1, 5)]}
+    r = {0: [state(1), state(2), state(3, **changes), state(4, **changes)]}
+    missing = decide(a, r, {}, {}, resume_step=2)
+    assert missing == {"kind": kind, "generator": generator}
+    assert "not restored" in sentence(missing)
+
+
+def test_other_batches_after_the_resume_are_the_data_order() -> None:
+    states = {0: [state(n) for n in range(1, 5)]}
+    a = {0: [step(n) for n in range(1, 5)]}
+    r = {0: [step(1), step(2), step(3, inputs="y"), step(4, inputs="y")]}
+    assert decide(states, states, a, r, resume_step=2) == {"kind": "data_order",
+                                                           "generator": None}
+
+
+def test_a_difference_before_the_resume_point_or_on_another_rank_counts_from_the_resume() -> None:
+    a = {0: [state(n) for n in range(1, 5)], 1: [state(n) for n in range(1, 5)]}
+    r = {0: [state(1, params="x"), state(2), state(3), state(4)],
+         1: [state(1), state(2), state(3), state(4, optimizer_state="fresh")]}
+    assert decide(a, r, {}, {}, resume_step=2) == {"kind": "optimizer_state", "generator": None}
+
+
+def test_a_state_that_differed_before_the_resume_too_is_not_the_resume_s_doing() -> None:
+    # `random` is never seeded: its state differs between any two processes, unused.
+    a = {0: [state(n) for n in range(1, 5)]}
+    r = {0: [state(1, random="own"), state(2, random="own"), state(3, random="own"),
+             state(4, random="own", hyper=[{"lr": 1.0}])]}
+    assert decide(a, r, {}, {}, resume_step=2) == {"kind": "lr_schedule", "generator": None}
+
+
+def test_nothing_recorded_differs_is_unknown() -> None:
+    a = {0: [state(n) for n in range(1, 5)]}
+    assert decide(a, a, {}, {}, resume_step=2) == {"kind": "unknown", "generator": None}
+    assert decide(a, {}, {}, {}, resume_step=2)["kind"] == "unknown"
+
+
+def test_every_kind_and_generator_has_its_sentence() -> None:
+    kinds = ["parameters", "buffers", "data_order", "lr_schedule", "grad_scaler",
+             "optimizer_state", "unknown"]
+    for kind in kinds:
+        assert sentence({"kind": kind, "generator": None}) == SENTENCES[kind]
+    for generator in GENERATORS:
+        assert generator.replace("random", "Python's random") in sentence(
+            {"kind": "rng", "generator": generator}).replace("CUDA", "cuda")
+
+
+def evidence(r_steps: list[dict[str, Any]], states_r: list[dict[str, Any]] | None = None,
+             artifacts_r: dict[str, Any] | None = None) -> ResumeEvidence:
+    a_steps = [step(n) for n in range(1, 6)]
+    states_a = [state(n) for n in range(1, 6)]
+    return ResumeEvidence(RunSide("A", a_steps, {}), RunSide("R", r_steps, artifacts_r or {}),
+                          {0: states_a}, {0: states_r or states_a})
+
+
+POINT = ResumePoint(2, "/work/ckpt.pt")
+
+
+def test_a_resumed_run_equal_to_a_is_the_same() -> None:
+    # The probe stopped R at step 3's start; the resumed process recorded step 3 again.
+    r_steps = [step(1), step(2), step(3, loss=9.0), step(3), step(4), step(5)]
+    result = compare_resume(evidence(r_steps), POINT, ToleranceConfig(), CompareConfig())
+    assert result == {"status": "same", "resume_step": 2, "checkpoint": "/work/ckpt.pt",
+                      "first_divergence": None, "missing_state": None,
+                      "note": "resumed after step 2, run R matches run A bitwise (5 steps and"
+                              " the artifacts)"}
+
+
+def test_a_resumed_run_that_diverges_is_changed_and_names_the_missing_state() -> None:
+    r_steps = [step(1), step(2), step(3, loss=2.0), step(4, loss=2.0), step(5, loss=2.0)]
+    states_r = [state(1), state(2), state(3, torch="reseeded"), state(4), state(5)]
+    result = compare_resume(evidence(r_steps, states_r), POINT, ToleranceConfig(),
+                            CompareConfig())
+    assert result["status"] == "changed"
+    assert result["first_divergence"] == {"step": 3, "rank": 0, "cause": "forward"}
+    assert result["missing_state"] == {"kind": "rng", "generator": "torch"}
+    assert result["note"] == "resumed after step 2, run R first differs at step 3"
+
+
+def test_a_resumed_run_that_stops_early_is_changed() -> None:
+    result = compare_resume(evidence([step(1), step(2), step(3)]), POINT, ToleranceConfig(),
+                            CompareConfig())
+    assert result["status"] == "changed"
+    assert "different number of steps" in result["note"]
+
+
+def test_not_run_says_why() -> None:
+    assert not_run("runs A and B did not agree") == {
+        "status": "not_run", "resume_step": None, "checkpoint": None, "first_divergence": None,
+        "missing_state": None, "note": "runs A and B did not agree"}

@@ -26,6 +26,7 @@ def as_v3(document: dict[str, Any]) -> dict[str, Any]:
     """What a version 3 gate wrote for the same run: no record of who seeded."""
     old = copy.deepcopy(document)
     old["schema_version"] = 3
+    old.get("comparison", {}).pop("golden", None)
     random = (old.get("fingerprint") or {}).get("random")
     if isinstance(random, dict):
         random.pop("seeding", None)

@@ -26,7 +26,7 @@ def test_a_v1_manifest_reads_as_the_same_v2_manifest(
     read_v2 = manifest.read(write_json(tmp_path / "v2.json", v2))
 
     assert read_v1 == read_v2
-    assert read_v1["schema_version"] == manifest.SCHEMA_VERSION == 4
+    assert read_v1["schema_version"] == manifest.SCHEMA_VERSION == 5
     assert read_v1["runs"] == manifest_current["runs"]
 
 
@@ -60,7 +60,7 @@ def test_a_v3_manifest_reads_as_seeded_by_the_gate_with_nothing_recorded_of_the_
     path.write_bytes(MANIFEST_V3.read_bytes())  # as a version 3 gate wrote it
     read = manifest.read(path)
     assert validation.errors("manifest", read) == []
-    assert read["schema_version"] == 4
+    assert read["schema_version"] == 5
     random = read["fingerprint"]["random"]
     assert random["seeding"] == {
         "gate_seed": 1234, "training": [], "first_parameter": None,
@@ -69,8 +69,9 @@ def test_a_v3_manifest_reads_as_seeded_by_the_gate_with_nothing_recorded_of_the_
                 " itself; what the training seeded was not recorded"}
     v3 = json.loads(MANIFEST_V3.read_text(encoding="utf-8"))
     assert {k: v for k, v in random.items() if k != "seeding"} == v3["fingerprint"]["random"]
-    assert {k: v for k, v in read.items() if k not in ("fingerprint", "schema_version")} == {
-        k: v for k, v in v3.items() if k not in ("fingerprint", "schema_version")}
+    expected = {k: v for k, v in v3.items() if k not in ("fingerprint", "schema_version")}
+    expected["comparison"] = {**v3["comparison"], "golden": None}
+    assert {k: v for k, v in read.items() if k not in ("fingerprint", "schema_version")} == expected
 
 
 def test_a_v3_document_without_a_fingerprint_reads_too(
@@ -99,7 +100,7 @@ def test_a_v1_manifest_is_written_back_as_the_current_version(
     path = write_json(tmp_path / "manifest.json", as_v1(manifest_current))
     document = manifest.read(path)
     manifest.update(path, document)
-    assert json.loads(path.read_text(encoding="utf-8"))["schema_version"] == 4
+    assert json.loads(path.read_text(encoding="utf-8"))["schema_version"] == 5
 
 
 def test_a_newer_version_is_refused_in_one_line(
@@ -110,7 +111,7 @@ def test_a_newer_version_is_refused_in_one_line(
         manifest.read(path)
     assert raised.value.kind == "manifest_version"
     assert raised.value.message == (
-        f"{path}: schema_version 99 is newer than this repro-gate understands (4);"
+        f"{path}: schema_version 99 is newer than this repro-gate understands (5);"
         " upgrade repro-gate")
 
 
@@ -135,7 +136,7 @@ def test_without_an_integer_version_it_is_not_a_manifest(
 def test_a_baseline_goes_through_the_same_versions(
     tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
-    newer = write_json(tmp_path / "newer.json", {**manifest_current, "schema_version": 5})
+    newer = write_json(tmp_path / "newer.json", {**manifest_current, "schema_version": 6})
     with pytest.raises(GateError) as raised:
         manifest.read_document(newer, kind="baseline")
     assert raised.value.kind == "manifest_version"
@@ -163,7 +164,7 @@ def test_a_baseline_manifest_is_validated(tmp_path: Path, manifest_current: dict
 def test_the_header_starts_a_valid_manifest(manifest_current: dict[str, Any]) -> None:
     header = manifest.header("nightly", "2026-11-20T09:12:03+00:00")
     assert header == {
-        "schema_version": 4,
+        "schema_version": 5,
         "tool": {"name": "repro-gate", "version": repro_gate.__version__},
         "gate": "nightly",
         "started_at": "2026-11-20T09:12:03+00:00",
@@ -172,3 +173,14 @@ def test_the_header_starts_a_valid_manifest(manifest_current: dict[str, Any]) ->
     finished = manifest.header("nightly", "2026-11-20T09:12:03+00:00", "2026-11-20T09:19:41Z")
     assert finished["finished_at"] == "2026-11-20T09:19:41Z"
     assert validation.errors("manifest", {**manifest_current, **finished}) == []
+
+
+def test_a_v4_manifest_reads_as_compared_with_no_golden_trajectory(
+    tmp_path: Path, manifest_current: dict[str, Any]
+) -> None:
+    """A version 4 gate compared with no golden trajectory: `comparison.golden` is null."""
+    v4 = {**manifest_current, "schema_version": 4}
+    v4["comparison"] = {k: v for k, v in v4["comparison"].items() if k != "golden"}
+    read = manifest.read(write_json(tmp_path / "manifest.json", v4))
+    assert read["schema_version"] == 5
+    assert read["comparison"]["golden"] is None

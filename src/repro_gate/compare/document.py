@@ -37,10 +37,15 @@ class TrajectorySummary(_Trajectory, total=False):
     ranks: int  # present only when more than one rank was compared
 
 
-class Comparison(TypedDict):
-    """`comparison`: the first run against every other one."""
-
+class _Comparison(TypedDict):
     basis: str  # bitwise | tolerance
     artifacts: list[ArtifactResult]
     trajectory: TrajectorySummary
     first_divergence: FirstDivergence | None
+
+
+class Comparison(_Comparison, total=False):
+    """`comparison`: the first run against every other one, and run A against its golden
+    trajectory (`golden`, set by the gate: None when it did not compare)."""
+
+    golden: dict[str, Any] | None

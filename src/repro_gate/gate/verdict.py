@@ -22,6 +22,7 @@ NONDETERMINISTIC_OP_STRICT = "nondeterministic_op_strict"
 BITWISE_EQUAL = "bitwise_equal"
 WITHIN_TOLERANCE = status.WITHIN_TOLERANCE.value  # every artifact equal or within it
 COST_OVER_BUDGET = "cost_over_budget"  # `cost.max_pct` set and the whole interval lies above it
+NUMERICS_CHANGED = "numerics_changed"  # run A differs from its golden trajectory (on_change: fail)
 REASON_CODES = frozenset({
     TRAJECTORY_DIVERGED,
     ARTIFACT_DIFFERENT,
@@ -30,6 +31,7 @@ REASON_CODES = frozenset({
     BITWISE_EQUAL,
     WITHIN_TOLERANCE,
     COST_OVER_BUDGET,
+    NUMERICS_CHANGED,
 })
 
 

@@ -91,9 +91,22 @@ def _v3_seeding(seed: Any) -> Document:
             "settings": [], "note": V3_SEEDING_NOTE}
 
 
+def _from_v4(document: Document) -> Document:
+    """Version 4 -> 5: the gate compares run A with its golden trajectory.
+
+    A version 4 gate compared with none: `comparison.golden` is null.
+    """
+    upgraded = {**document, "schema_version": 5}
+    comparison = document.get("comparison")
+    if isinstance(comparison, dict):
+        upgraded["comparison"] = {**comparison, "golden": comparison.get("golden")}
+    return upgraded
+
+
 # MIGRATIONS[n] turns a version n document into a version n + 1 one. Bumping SCHEMA_VERSION
 # means adding the step from the previous version here.
-MIGRATIONS: dict[int, Callable[[Document], Document]] = {1: _from_v1, 2: _from_v2, 3: _from_v3}
+MIGRATIONS: dict[int, Callable[[Document], Document]] = {
+    1: _from_v1, 2: _from_v2, 3: _from_v3, 4: _from_v4}
 
 
 def version_of(document: Document, source: str, kind: ErrorKind) -> int:

@@ -230,7 +230,9 @@ def _gate(config: Config, role: Role, launcher_base: Launcher, state: UpgradeSta
           sink_for: SinkFactory, inputs: str) -> GateOutcome:
     """The gate in the environment of `role`: read back from the cache when everything that
     decides it is unchanged (upgrade/gate_cache.py), else run, and cached when reproducible."""
-    inner = dataclasses.replace(config, output_dir=config.output_dir / UPGRADE_SUBDIR / role)
+    # The inner gates compare no golden trajectory (an empty path): the check compares its two.
+    inner = dataclasses.replace(config, output_dir=config.output_dir / UPGRADE_SUBDIR / role,
+                                golden=dataclasses.replace(config.golden, path=""))
     cache = GateCache(config.upgrade.cache_path / GATES_SUBDIR)
     key = gate_key(inputs, state.environments[role])
     state.gate_keys[role] = key

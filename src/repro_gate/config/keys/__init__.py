@@ -26,8 +26,8 @@ from repro_gate.config.keys.upgrade import UPGRADE_OPTIONS
 __all__ = ["ACTION_ONLY", "ACTION_ONLY_INPUTS", "KEYS", "UPGRADE_OPTIONS", "ActionOnlyInput",
            "ConfigKey", "Kind", "Scope", "UpgradeOption", "key"]
 
-KEYS: tuple[ConfigKey, ...] = (*run.KEYS, *golden.KEYS, *cost.KEYS, *container.KEYS, *reporting.KEYS,
-                               *upgrade.KEYS)
+KEYS: tuple[ConfigKey, ...] = (*run.KEYS, *golden.KEYS, *cost.KEYS, *container.KEYS,
+                               *reporting.KEYS, *upgrade.KEYS)
 
 # The inputs of action.yml that are not configuration keys: they choose the config file, the
 # mode and the upgrade's candidate, or carry the token.

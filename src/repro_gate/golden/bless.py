@@ -17,8 +17,8 @@ from repro_gate.golden import document, select
 from repro_gate.golden.check import now
 from repro_gate.probe import read_trajectory
 
-# Reasons of a failed gate whose runs still reproduced each other.
-BLESSABLE_FAILURES = {"numerics_changed", "cost_over_budget"}
+# Reasons of a failed gate whose runs still reproduced each other (and what they showed).
+BLESSABLE_FAILURES = {"numerics_changed", "cost_over_budget", "bitwise_equal", "within_tolerance"}
 # Where a run's working copy is, inside its run directory (the gate's `workcopy.WORK_SUBDIR`,
 # a floor above): artifacts found there keep their path relative to it.
 WORK_SUBDIR = "work"

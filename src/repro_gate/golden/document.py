@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from repro_gate.golden.machine_class import machine_class
 from repro_gate.manifest.store import write_text_atomic
 
 FORMAT = 1  # the golden document's version (`format`); schemas/golden.schema.json
-DIGEST_CHARS = 12  # hex characters of a combined digest (48 bits)
+DIGEST_CHARS = 8  # hex characters of a step's combined digest (32 bits)
 LOSS_DIGITS = 9  # significant digits of the loss value (its bits are exact)
 SCHEMA = "golden"
 # A row of `steps`: its fields, in order.
@@ -54,6 +55,7 @@ def step_row(record: dict[str, Any]) -> Row:
     value = None
     if isinstance(loss, str):
         value = float(f"{float.fromhex(loss):.{LOSS_DIGITS}g}")
+        loss = re.sub(r"0+p", "p", loss)  # a float32's trailing zeros say nothing
     return [int(record["step"]), loss, value, combined(record.get("inputs")),
             combined(record.get("grads")), combined(record.get("params"))]
 

@@ -163,6 +163,23 @@ def test_a_refactor_keeps_the_numerics_and_a_reordered_sum_changes_them_by_the_c
     assert golden["loss_delta"][2]["delta"] != 0.0
     assert "numerics changed against" in done.stdout and "at step 3 (forward)" in done.stdout
 
+    # Under a tolerance that admits the reordering, the change is reported and the gate passes.
+    (project / ".repro-gate.yml").write_text(
+        "golden:\n  tolerance:\n    loss: {rtol: 1.0e-4}\n"
+        "    tensors: {rtol: 1.0e-4, atol: 1.0e-6}\n")
+    done, manifest = check(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert golden_of(manifest)["status"] == "within_tolerance"
+    assert "numerics within tolerance of" in done.stdout
+
+    # `on_change: warn`: a change beyond the tolerance is reported, and the gate passes.
+    (project / ".repro-gate.yml").write_text("golden:\n  on_change: warn\n")
+    done, manifest = check(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert golden_of(manifest)["status"] == "changed"
+    assert manifest["verdict"] == "pass"
+    assert "numerics changed against" in done.stdout
+
 
 def test_a_pull_request_that_carries_its_new_golden_file_passes_and_shows_the_change(
         project: Path) -> None:

@@ -245,7 +245,7 @@ def test_another_machine_class_has_no_golden_file_unless_one_is_named(project: P
     golden = golden_of(manifest)
     assert golden["status"] == "no_golden"
     assert golden["path"] == GOLDEN_DIR.as_posix()
-    assert golden["machine_class"] == document["machine_class"] or golden["machine_class"]
+    assert golden["machine_class"] != "gpu-h100-x8"
     assert golden["golden_machine_class"] is None
 
     done, manifest = check(project, "--golden", str(other.relative_to(project)))
@@ -253,6 +253,12 @@ def test_another_machine_class_has_no_golden_file_unless_one_is_named(project: P
     assert golden["status"] == "same", done.stdout
     assert golden["golden_machine_class"] == "gpu-h100-x8"
     assert "recorded on `gpu-h100-x8`" in done.stdout
+
+    other.write_text('{"format": 1}')
+    done, manifest = check(project, "--golden", str(other.relative_to(project)))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert manifest["reasons"][0]["code"] == "golden"
+    assert "not a golden trajectory" in done.stdout and "Traceback" not in done.stdout
 
 
 def test_bless_refuses_a_gate_whose_runs_did_not_reproduce(project: Path) -> None:

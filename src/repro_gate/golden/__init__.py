@@ -2,9 +2,10 @@
 compared with them.
 
 `document.py` the golden document (made from a run, read, written, validated);
-`machine_class.py` the machine class and its file-name slug; `select.py` which golden file a
-run is compared with; `comparison.py` run against golden, step by step and artifact by
-artifact; `history.py` what git says (files changed since the golden's commit, the base
-branch's golden); `attribution.py` code or environment; `check.py` the gate's comparison,
-assembled into `comparison.golden`.
+`summaries.py` an artifact's sha256 and tensor summaries; `machine_class.py` the machine class
+and its file-name slug; `select.py` which golden file a run is compared with; `comparison.py`
+run against golden, step by step and artifact by artifact; `history.py` what git says (files
+changed since the golden's commit, the base branch's golden); `attribution.py` code or
+environment; `check.py` the gate's comparison, assembled into `comparison.golden`; `bless.py`
+`repro-gate bless`.
 """

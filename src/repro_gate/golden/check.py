@@ -65,7 +65,7 @@ def against_base(workdir: Path, rel_path: str, golden: dict[str, Any],
     if found is None:
         return None
     ref, text = found
-    base = document.parse(text, f"{ref}:{rel_path}")
+    base = document.parse(text)
     if base is None or base == golden:
         return None
     compared = comparison.compare(base, candidate, tolerance)

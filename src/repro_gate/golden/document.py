@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,6 @@ class RunData:
     fingerprint: dict[str, Any]
     artifacts: list[tuple[str, Path]]  # (path relative to the run, the file)
     gate: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def combined(value: Any) -> str | None:
@@ -107,7 +106,7 @@ def build(run: RunData, blessed_at: str) -> dict[str, Any]:
     from repro_gate.golden.summaries import artifact_entry  # numpy: only when blessing
 
     trajectory = run.trajectory
-    document: dict[str, Any] = {
+    return {
         "format": FORMAT,
         "machine_class": machine_class(run.fingerprint),
         "software": software(run.fingerprint),
@@ -118,7 +117,6 @@ def build(run: RunData, blessed_at: str) -> dict[str, Any]:
                     "last": tensors_at(trajectory[-1]) if trajectory else None},
         "artifacts": [artifact_entry(rel, path) for rel, path in run.artifacts],
     }
-    return document
 
 
 def read(path: Path) -> dict[str, Any]:
@@ -135,7 +133,7 @@ def read(path: Path) -> dict[str, Any]:
     return dict(document)
 
 
-def parse(text: str, source: str) -> dict[str, Any] | None:
+def parse(text: str) -> dict[str, Any] | None:
     """A golden document from text (the base branch's version); None when it is not one."""
     try:
         document = json.loads(text)

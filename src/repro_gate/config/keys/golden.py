@@ -24,7 +24,7 @@ KEYS: tuple[ConfigKey, ...] = (
                         " `.repro-gate/golden/`."),
     ConfigKey("golden.tolerance", Kind.TOLERANCE,
               doc="`{loss: {rtol, atol, steps_outside}, tensors: {rtol, atol}}`: the per-step"
-                  " loss within `atol + rtol * |golden|` except at most `steps_outside` steps,"
+                  " loss within `atol + rtol * abs(golden)` except at most `steps_outside` steps,"
                   " the artifacts' tensor summaries within theirs; unset: bitwise",
               doc_flag="none"),
     ConfigKey("golden.on_change", Kind.CHOICE, choices=get_args(OnChange),

@@ -27,15 +27,16 @@ def software_diff(golden: dict[str, Any], run: dict[str, Any]) -> list[dict[str,
             for f in fields if golden.get(f) != run.get(f)]
 
 
-def training_files(changed: list[str], golden_folder: str) -> list[str]:
-    """The changed files that may change what the training computes."""
-    folder = golden_folder.rstrip("/") + "/"
-    return [path for path in changed if not path.startswith(folder)
+def training_files(changed: list[str], folders: list[str]) -> list[str]:
+    """The changed files that may change what the training computes (`folders`: the golden
+    files' and the gate's output, whose files are not the training's)."""
+    prefixes = tuple(folder.rstrip("/") + "/" for folder in folders)
+    return [path for path in changed if not path.startswith(prefixes)
             and not any(fnmatchcase(path, p) or fnmatchcase(path.rsplit("/", 1)[-1], p)
                         for p in NOT_TRAINING)]
 
 
-def attribute(diff: list[dict[str, Any]], changed: list[str] | None, golden_folder: str,
+def attribute(diff: list[dict[str, Any]], changed: list[str] | None, folders: list[str],
               commit: str | None) -> dict[str, str]:
     """`{kind, reason}` of a change of the numerics."""
     fields = ", ".join(entry["field"] for entry in diff)
@@ -47,7 +48,7 @@ def attribute(diff: list[dict[str, Any]], changed: list[str] | None, golden_fold
                 "reason": f"the software changed ({fields}) and the golden file's commit"
                           f" {(commit or 'unknown')[:12]} is not in this clone, so the code's"
                           " changes are not known (fetch the history: fetch-depth: 0)"}
-    code = training_files(changed, golden_folder)
+    code = training_files(changed, folders)
     if not code:
         return {"kind": ENVIRONMENT,
                 "reason": f"the software changed ({fields}) and no file the training runs"

@@ -48,8 +48,8 @@ def compare_with_golden(config: Config, run: document.RunData) -> dict[str, Any]
     if result["status"] == CHANGED:
         commit = golden["software"].get("commit")
         changed = history.changed_since(config.workdir, commit) if commit else None
-        folder = select.shown(choice.folder, root)
-        result["attribution"] = attribution.attribute(result["software_diff"], changed, folder,
+        folders = [select.shown(choice.folder, root), select.shown(config.output_dir, root)]
+        result["attribution"] = attribution.attribute(result["software_diff"], changed, folders,
                                                       commit)
     result["against_base"] = against_base(config.workdir, result["path"], golden, candidate,
                                           tolerance)

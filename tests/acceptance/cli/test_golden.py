@@ -221,6 +221,7 @@ def test_a_lock_change_with_the_same_code_is_put_down_to_the_environment(
 
     (project / "requirements.txt").write_text("numlib==2.0\n")
     commit(project, "Upgrade numlib")
+    (project / ".gitignore").unlink()  # the gate's own output, untracked, is not the training's
     done, manifest = check(project, env=sites["2.0"])
     assert done.returncode == 1, done.stdout + done.stderr
     golden = golden_of(manifest)

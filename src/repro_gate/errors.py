@@ -41,6 +41,8 @@ EXIT_ERROR = 2
 # The gate refused to run at all (a fork's code on a machine it must not reach): not a broken
 # input the author can fix, so a workflow can tell it from an error.
 EXIT_REFUSED = 3
+# `repro-gate bless` refused a manifest whose runs did not reproduce: nothing to bless.
+EXIT_NOT_BLESSABLE = 4
 
 # The 403 message of a token that may not write (e.g. in a pull request from a fork).
 READ_ONLY_MESSAGE = "Resource not accessible by integration"
@@ -83,6 +85,7 @@ class ErrorKind(StrEnum):
     NO_ARTIFACTS = "no_artifacts"  # the runs wrote none of the configured artifacts
     NOTHING_TO_COMPARE = "nothing_to_compare"
     CHECKPOINT_UNREADABLE = "checkpoint_unreadable"
+    GOLDEN = "golden"  # the golden file is unreadable or not a golden trajectory
     # upgrading dependencies (`repro-gate upgrade`)
     LOCKFILE = "lockfile"  # the lockfile is missing, unreadable or not a pinned lock
     LOCK_UNRESOLVABLE = "lock_unresolvable"  # a candidate lock or a mix of pins does not resolve

@@ -23,11 +23,12 @@ def load_current() -> dict[str, Any]:
 
 
 def as_v4(document: dict[str, Any]) -> dict[str, Any]:
-    """What a version 4 gate wrote for the same run: no resume check."""
+    """What a version 4 gate wrote for the same run: no golden trajectory, no resume check."""
     old = copy.deepcopy(document)
     old["schema_version"] = 4
     if isinstance(old.get("comparison"), dict):
         old["comparison"].pop("resume", None)
+        old["comparison"].pop("golden", None)
     return old
 
 

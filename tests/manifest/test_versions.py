@@ -69,7 +69,7 @@ def test_a_v3_manifest_reads_as_seeded_by_the_gate_with_nothing_recorded_of_the_
                 " itself; what the training seeded was not recorded"}
     v3 = json.loads(MANIFEST_V3.read_text(encoding="utf-8"))
     assert {k: v for k, v in random.items() if k != "seeding"} == v3["fingerprint"]["random"]
-    assert read["comparison"] == {**v3["comparison"], "resume": None}  # no resume check
+    assert read["comparison"] == {**v3["comparison"], "golden": None, "resume": None}
     assert {k: v for k, v in read.items()
             if k not in ("fingerprint", "schema_version", "comparison")} == {
         k: v for k, v in v3.items() if k not in ("fingerprint", "schema_version", "comparison")}
@@ -176,13 +176,17 @@ def test_the_header_starts_a_valid_manifest(manifest_current: dict[str, Any]) ->
     assert validation.errors("manifest", {**manifest_current, **finished}) == []
 
 
-def test_a_v4_manifest_reads_as_a_gate_without_the_resume_check(
+def test_a_v4_manifest_reads_as_a_gate_without_golden_or_resume_check(
     tmp_path: Path, manifest_current: dict[str, Any]
 ) -> None:
+    """A version 4 gate compared with no golden trajectory and ran no resume check."""
     v4 = as_v4(manifest_current)
-    assert "resume" not in v4["comparison"]
+    assert "resume" not in v4["comparison"] and "golden" not in v4["comparison"]
     read = manifest.read(write_json(tmp_path / "manifest.json", v4))
     assert validation.errors("manifest", read) == []
     assert read["schema_version"] == 5
     assert read["comparison"]["resume"] is None
-    assert read == {**manifest_current, "schema_version": 5}
+    assert read["comparison"]["golden"] is None
+    assert read == {**manifest_current, "schema_version": 5,
+                    "comparison": {**manifest_current["comparison"], "golden": None,
+                                   "resume": None}}

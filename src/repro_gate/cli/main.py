@@ -12,6 +12,7 @@ from typing import Any
 from repro_gate import __version__
 from repro_gate.cli.commands import (
     action,
+    bless,
     calibrate,
     check,
     compare,
@@ -33,6 +34,7 @@ Handler = Callable[[argparse.Namespace], int]  # runs it; the process exit code
 COMMANDS: dict[str, tuple[AddParser, Handler]] = {
     "check": (check.add_parser, check.run),
     "upgrade": (upgrade.add_parser, upgrade.run),
+    "bless": (bless.add_parser, bless.run),
     "calibrate": (calibrate.add_parser, calibrate.run),
     "compare": (compare.add_parser, compare.run),
     "fingerprint": (fingerprint.add_parser, fingerprint.run),

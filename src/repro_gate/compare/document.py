@@ -63,6 +63,9 @@ class _Comparison(TypedDict):
 
 
 class Comparison(_Comparison, total=False):
-    """`comparison`: the first run against every other one."""
+    """`comparison`: the first run against every other one, run A against its golden
+    trajectory (`golden`, set by the gate: None when it did not compare) and the resume check
+    (`resume`: None when `resume` is not configured)."""
 
-    resume: ResumeComparison | None  # the gate's: None when `resume` is not configured
+    golden: dict[str, Any] | None
+    resume: ResumeComparison | None

@@ -140,6 +140,10 @@ def resolve(
     effective["data"] = [absolute("data", p) for p in effective.get("data", [])]
     if "baseline" in effective:
         effective["baseline"] = absolute("baseline", effective["baseline"])
+    if isinstance(effective.get("golden"), str):
+        effective["golden"] = {"path": effective["golden"]}
+    if "path" in effective.get("golden", {}):
+        effective["golden"]["path"] = absolute("golden", effective["golden"]["path"])
     effective["config_file"] = str(config_path.resolve()) if config_path else None
     return effective
 

@@ -30,11 +30,14 @@ DEFAULT_WORKDIR_GLOBS = ("*.pt", "*.pth", "*.ckpt", "*.safetensors", "*.bin")
 DEFAULT_RUNNER_SLOT = "default"
 # The action's profile: the action is meant for GPU runners, so a container run takes them all.
 ACTION_GPUS = "all"
+# Where the golden trajectories live, relative to the workdir: one file per machine class.
+DEFAULT_GOLDEN_PATH = ".repro-gate/golden/"
 
 Device = Literal["auto", "cpu", "cuda"]
 Determinism = Literal["warn", "strict"]
 ReportStatus = Literal["fallback", "always", "never"]
 ErrorConclusion = Literal["failure", "neutral"]
+OnChange = Literal["fail", "warn"]
 Gpus = str | int | tuple[str, ...]  # "all", "none", a count, or device IDs/UUIDs
 # The training command as the user gave it: a string runs through `/bin/sh -c` (like a
 # workflow `run:` step), an argv list runs as is, without a shell.
@@ -229,6 +232,26 @@ class UpgradeConfig:
 
 
 @dataclass(frozen=True)
+class GoldenConfig:
+    """`golden`: the golden trajectory a gate compares run A with (docs/golden.md).
+
+    `tolerance` is None for a bitwise comparison, else `{loss: {rtol, atol, steps_outside},
+    tensors: {rtol, atol}}` as written.
+    """
+
+    path: str = DEFAULT_GOLDEN_PATH  # a file, or a folder of files named by machine class
+    tolerance: dict[str, Any] | None = None
+    on_change: OnChange = "fail"
+
+    @classmethod
+    def from_document(cls, value: str | dict[str, Any] | None) -> GoldenConfig:
+        """From the config value: a path, or `{path, tolerance, on_change}`."""
+        if isinstance(value, str):
+            return cls(path=value)
+        return cls(**(value or {}))
+
+
+@dataclass(frozen=True)
 class Config:
     """The effective configuration of one gate run; paths are absolute."""
 
@@ -258,6 +281,7 @@ class Config:
     report: ReportConfig = ReportConfig()
     metrics: MetricsConfig = MetricsConfig()
     upgrade: UpgradeConfig = UpgradeConfig()
+    golden: GoldenConfig = GoldenConfig()
 
     def in_action(self) -> Config:
         """This configuration under the action's profile: a container run without `gpus`
@@ -303,6 +327,7 @@ class Config:
             report=ReportConfig(**(doc.get("report") or {})),
             metrics=MetricsConfig(**(doc.get("metrics") or {})),
             upgrade=UpgradeConfig.from_document(doc.get("upgrade")),
+            golden=GoldenConfig.from_document(doc.get("golden")),
         )
 
     def as_document(self) -> dict[str, Any]:
@@ -338,6 +363,7 @@ class Config:
             "report": _present(self.report),
             "metrics": _present(self.metrics),
             "upgrade": self.upgrade.as_document(),
+            "golden": _present(self.golden),
         }
         present = {key: value for key, value in document.items() if value is not None}
         return {**present, "config_file": str(self.config_file) if self.config_file else None}

@@ -17,7 +17,10 @@ from repro_gate.fingerprint.seeding import unseeded_anchor
 from repro_gate.gate import verdict
 from repro_gate.gate.evidence import Evidence, qualify
 from repro_gate.gate.training_run import RunRecord
+from repro_gate.golden.check import CHANGED, compare_with_golden
+from repro_gate.golden.document import RunData
 from repro_gate.probe import COST_FILE, read_json
+from repro_gate.render.golden_line import golden_line
 
 MAX_ALERT_STEPS = 20
 OP_CAUSES = ("forward", "backward", "unknown")
@@ -125,6 +128,7 @@ def assemble(
     attach_op(comparison, ops)
     sections = fingerprint_sections(config, state)  # may record an error: before the verdict
     attach_unseeded(comparison, sections)
+    compare_golden(config, state, comparison, sections)
     cost = measure_cost(config, state.records) if config.cost.enabled else None
     if state.error is not None:
         outcome, reasons = verdict.ERROR, [verdict.reason(state.error.kind, state.error.message)]
@@ -135,6 +139,7 @@ def assemble(
         if not reasons:
             applied = state.evidence is None or state.evidence.probe_loaded
             reasons = verdict.successes(comparison, len(deterministic(state.records)), applied)
+            outcome, reasons = numerics_rule(config, comparison, reasons)
         reasons = qualify(reasons, state.evidence)
         outcome, reasons = verdict.with_budget(outcome, reasons, cost)
     document = {
@@ -154,6 +159,34 @@ def assemble(
         document["evidence"] = state.evidence.to_manifest()
     document.update(sections)
     return document
+
+
+def compare_golden(config: Config, state: GateState, comparison: Comparison,
+                   sections: dict[str, Any]) -> None:
+    """Run A against its golden trajectory, once runs A and B agree (`comparison.golden`; None
+    when the gate ended in an error or the runs differ)."""
+    comparison["golden"] = None
+    runs = deterministic(state.records)
+    if (state.error is not None or state.strict_stop or not runs or "fingerprint" not in sections
+            or not config.golden.path or verdict.failures(comparison, [])):
+        return
+    first = runs[0]
+    run = RunData(first.trajectory, sections["fingerprint"],
+                  [(a.rel_path, a.path) for a in first.artifacts], config.name)
+    try:
+        comparison["golden"] = compare_with_golden(config, run)
+    except GateError as error:
+        state.error = error
+
+
+def numerics_rule(config: Config, comparison: Comparison, reasons: list[verdict.Reason]
+                  ) -> tuple[str, list[verdict.Reason]]:
+    """`golden.on_change`: a change of the numerics fails the gate (`fail`) or not (`warn`)."""
+    golden = comparison.get("golden")
+    if not golden or golden["status"] != CHANGED or config.golden.on_change != "fail":
+        return verdict.PASS, reasons
+    return verdict.FAIL, [verdict.reason(verdict.NUMERICS_CHANGED, str(golden_line(golden))),
+                          *reasons]
 
 
 def attach_unseeded(comparison: Comparison, sections: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ BITWISE_EQUAL = "bitwise_equal"
 WITHIN_TOLERANCE = status.WITHIN_TOLERANCE.value  # every artifact equal or within it
 COST_OVER_BUDGET = "cost_over_budget"  # `cost.max_pct` set and the whole interval lies above it
 RESUME_CHANGED = "resume_changed"  # run R, stopped and resumed, did not continue as run A did
+NUMERICS_CHANGED = "numerics_changed"  # run A differs from its golden trajectory (on_change: fail)
 REASON_CODES = frozenset({
     TRAJECTORY_DIVERGED,
     ARTIFACT_DIFFERENT,
@@ -33,6 +34,7 @@ REASON_CODES = frozenset({
     WITHIN_TOLERANCE,
     COST_OVER_BUDGET,
     RESUME_CHANGED,
+    NUMERICS_CHANGED,
 })
 
 

@@ -92,12 +92,15 @@ def _v3_seeding(seed: Any) -> Document:
 
 
 def _from_v4(document: Document) -> Document:
-    """Version 4 -> 5: the resume check; a version 4 gate never ran it (`comparison.resume`
-    null)."""
+    """Version 4 -> 5: the gate compares run A with its golden trajectory, and runs the resume
+    check when asked. A version 4 gate did neither: `comparison.golden` and `comparison.resume`
+    are null.
+    """
     upgraded = {**document, "schema_version": 5}
     comparison = document.get("comparison")
     if isinstance(comparison, dict):
-        upgraded["comparison"] = {**comparison, "resume": comparison.get("resume")}
+        upgraded["comparison"] = {**comparison, "golden": comparison.get("golden"),
+                                  "resume": comparison.get("resume")}
     return upgraded
 
 

@@ -9,6 +9,7 @@ from repro_gate.compare.status import Status
 from repro_gate.fingerprint import diff_lines
 from repro_gate.render import cost_text, observed, resume_text, seeding_text
 from repro_gate.render.diagnosis import facts
+from repro_gate.render.golden_line import golden_line, golden_of, numerics_changed_only
 
 HEADLINES = {
     "pass": "PASS: reproducible",
@@ -19,6 +20,7 @@ MAX_LISTED = 8
 MAX_IGNORED = 4  # field names on an artifact's `ignored` line
 MAX_COST_OPS = 3  # ops of the cost census on the console line
 OVER_BUDGET_HEADLINE = "FAIL: reproducible, but over the cost budget"
+NUMERICS_HEADLINE = "FAIL: reproducible, but the numerics changed"
 
 
 def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: str = "") -> str:
@@ -26,11 +28,16 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
     headline = HEADLINES[manifest["verdict"]]
     if cost_text.over_budget_only(manifest):
         headline = OVER_BUDGET_HEADLINE
+    if numerics_changed_only(manifest):
+        headline = NUMERICS_HEADLINE
     only_from = observed.of_manifest(manifest)
     if only_from:
         headline += f", {only_from}"
     lines = [f"repro-gate: {headline}"]
     lines += [f"  {r['message']}" for r in manifest["reasons"]]
+    golden = golden_line(golden_of(manifest))
+    if golden and all(r["message"] != golden for r in manifest["reasons"]):
+        lines.append(f"  {golden}")
     seed_note = seeding_text.gate_seed_note(manifest)
     if seed_note:
         lines.append(f"  {seed_note}")

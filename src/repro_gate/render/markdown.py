@@ -20,6 +20,7 @@ from repro_gate.render import observed, resume_text, seeding_text
 from repro_gate.render.cost_text import over_budget_only
 from repro_gate.render.diagnosis import explain, headline
 from repro_gate.render.golden_chart import golden_chart
+from repro_gate.render.golden_line import numerics_changed_only, numerics_markdown
 from repro_gate.render.markdown_cost import budget_limit, cost_details, cost_sentence, cost_title
 from repro_gate.render.markdown_details import ignored_details, runs_table, tensor_details
 from repro_gate.render.markdown_evidence import evidence
@@ -69,6 +70,8 @@ def _title(manifest: Mapping[str, Any]) -> str:
     if over_budget_only(manifest):
         words = f"{_reproducible_words(comparison)}, over the {budget_limit(manifest)}cost budget"
         return one_line(f"{words} · determinism cost {cost}")
+    if numerics_changed_only(manifest):
+        return one_line(f"{_reproducible_words(comparison)}, but the numerics changed")
     if verdict == "fail":
         divergence = as_mapping(comparison.get("first_divergence"))
         cause = headline(divergence, multi_rank(comparison))
@@ -98,8 +101,8 @@ def _reproducible_words(comparison: Mapping[str, Any]) -> str:
 
 def summary_markdown(manifest: Mapping[str, Any]) -> str:
     """The check-run summary and the job summary: verdict first, then the evidence."""
-    parts = [_heading(manifest), _verdict_line(manifest), _gate_seed(manifest),
-             _resume(manifest)]
+    parts = [_heading(manifest), _verdict_line(manifest), numerics_markdown(manifest),
+             _gate_seed(manifest), _resume(manifest)]
     if as_mapping(manifest.get("reporting")).get("deferred"):
         parts.append(f"> [!NOTE]\n> {FORK_NOTE}")
     parts += evidence(manifest)
@@ -141,10 +144,9 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
     details = "\n\n".join(p for p in [*evidence(manifest), reproduce_markdown(manifest)] if p)
     marker = comment_marker(gate)
     folded = f"<details><summary>Details</summary>\n\n{details.strip()}\n\n</details>\n"
-    body = "
-
-".join(p for p in (_heading(manifest), _why(manifest), _resume(manifest), table,
-                                     golden_chart(manifest), folded) if p)
+    body = "\n\n".join(p for p in (_heading(manifest), _why(manifest), _resume(manifest),
+                                     numerics_markdown(manifest), golden_chart(manifest), table,
+                                     folded) if p)
     return truncate(body, COMMENT_LIMIT - len(marker) - 2) + "\n" + marker + "\n"
 
 

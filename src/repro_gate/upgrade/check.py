@@ -55,6 +55,9 @@ from repro_gate.gate.pipeline import (
 )
 from repro_gate.gate.record import now
 from repro_gate.gate.training_run import RunRecord
+from repro_gate.golden.document import RunData
+from repro_gate.golden.document import build as build_golden
+from repro_gate.golden.document import write as write_golden
 from repro_gate.launch import cancel
 from repro_gate.launch.base import Launcher
 from repro_gate.manifest.store import write_text_atomic
@@ -185,6 +188,7 @@ def _check(config: Config, options: UpgradeOptions, open_launcher: LauncherFacto
                         kind=ErrorKind(reason["code"]))
     if not reproducible(state.gates["candidate"].manifest):
         return
+    _write_candidate_golden(config, state.gates["candidate"])
     _compare_numerics(config, state)
     if state.numerics_status == Numerics.CHANGED:
         _search(config, launcher, build, state, sink_for)
@@ -230,9 +234,10 @@ def _gate(config: Config, role: Role, launcher_base: Launcher, state: UpgradeSta
           sink_for: SinkFactory, inputs: str) -> GateOutcome:
     """The gate in the environment of `role`: read back from the cache when everything that
     decides it is unchanged (upgrade/gate_cache.py), else run, and cached when reproducible."""
-    # The resume check is `check`'s: the upgrade compares numerics, never resumes.
+    # The inner gates compare no golden trajectory (an empty path: the check compares its two)
+    # and never resume (the resume check is `check`'s).
     inner = dataclasses.replace(config, output_dir=config.output_dir / UPGRADE_SUBDIR / role,
-                                resume=None)
+                                golden=dataclasses.replace(config.golden, path=""), resume=None)
     cache = GateCache(config.upgrade.cache_path / GATES_SUBDIR)
     key = gate_key(inputs, state.environments[role])
     state.gate_keys[role] = key
@@ -283,6 +288,19 @@ def _compare_numerics(config: Config, state: UpgradeState) -> None:
     check_something_compared(state.comparison)  # never "the same" on no evidence
     loss_step = first_loss_outside(baseline, candidate, tolerance)
     state.numerics_status = numerics_status(state.comparison, tolerance, loss_step)
+
+
+def _write_candidate_golden(config: Config, outcome: GateOutcome) -> None:
+    """The candidate's golden trajectory beside upgrade.json (`golden/<class>.json`), for a
+    lock-bump pull request to carry; a failure to write it is a warning."""
+    run = _run_a(outcome)
+    data = RunData(run.trajectory, outcome.manifest.get("fingerprint") or {},
+                   [(a.rel_path, a.path) for a in run.artifacts], config.name)
+    try:
+        golden = build_golden(data, now())
+        write_golden(golden, config.output_dir / "golden" / f"{golden['machine_class']}.json")
+    except (GateError, OSError) as error:
+        notices.warning(f"the candidate's golden trajectory was not written: {one_line(error)}")
 
 
 def _run_a(outcome: GateOutcome) -> RunRecord:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from helpers.upgrade_index import PackageIndex, tree_digest
 
+from repro_gate import validation
 from repro_gate.launch.progress import ENV_STATUS_SECONDS
 from repro_gate.manifest.upgrade_document import read_upgrade
 
@@ -85,6 +86,10 @@ def test_the_package_that_changes_the_numerics_is_named_alone(
     culprit = document["culprits"][0]
     assert (culprit["old"], culprit["new"]) == ("1.0", "1.1")
     assert culprit["first_divergence"]["step"] == 1
+    # The candidate's golden trajectory, for the lock-bump pull request to carry.
+    golden = list((trainer / "repro-gate-out" / "golden").glob("*.json"))
+    assert len(golden) == 1
+    assert validation.errors("golden", json.loads(golden[0].read_text())) == []
     assert culprit["max_abs_diff"] > 0
     search = document["culprit_search"]
     assert search["status"] == "found"

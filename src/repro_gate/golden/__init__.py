@@ -1,0 +1,11 @@
+"""Golden trajectories: a passing run's numbers kept in the repository, and every gate's run A
+compared with them.
+
+`document.py` the golden document (made from a run, read, written, validated);
+`summaries.py` an artifact's sha256 and tensor summaries; `machine_class.py` the machine class
+and its file-name slug; `select.py` which golden file a run is compared with; `comparison.py`
+run against golden, step by step and artifact by artifact; `history.py` what git says (files
+changed since the golden's commit, the base branch's golden); `attribution.py` code or
+environment; `check.py` the gate's comparison, assembled into `comparison.golden`; `bless.py`
+`repro-gate bless`.
+"""

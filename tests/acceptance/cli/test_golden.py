@@ -1,0 +1,275 @@
+"""Golden trajectories as a user works with them: a real git repository, real tiny trainings,
+`repro-gate check` compares run A with the golden file, `repro-gate bless` writes it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from helpers.check_jsonschema import CHECK_JSONSCHEMA, OFFLINE
+from helpers.git_repo import git
+from helpers.paths import ROOT
+
+GOLDEN_SCHEMA = ROOT / "src" / "repro_gate" / "schemas" / "golden.schema.json"
+GOLDEN_DIR = Path(".repro-gate") / "golden"
+
+TRAIN = """\
+import torch
+{imports}
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+inputs = torch.randn(64, 4){scale}
+targets = torch.randn(64, 1)
+for step in range(1, 6):
+    optimizer.zero_grad()
+    squared = (model(inputs) - targets) ** 2
+    loss = {total} / squared.numel()
+    loss.backward()
+    optimizer.step()
+torch.save(model.state_dict(), "model.pt")
+"""
+# The same numbers, written another way: a helper function and other names.
+REFACTORED = """\
+import torch
+
+
+def mean_squared_error(prediction, target):
+    errors = (prediction - target) ** 2
+    return errors.sum() / errors.numel()
+
+
+torch.manual_seed(0)
+net = torch.nn.Linear(4, 1)
+sgd = torch.optim.SGD(net.parameters(), lr=0.1)
+features = torch.randn(64, 4)
+labels = torch.randn(64, 1)
+for _ in range(5):
+    sgd.zero_grad()
+    mean_squared_error(net(features), labels).backward()
+    sgd.step()
+torch.save(net.state_dict(), "model.pt")
+"""
+SUM = "squared.sum()"
+# From step 3 on, the sum adds the same numbers in the reverse order: other rounding.
+REORDERED_SUM = "(squared.flip(0).sum() if step >= 3 else squared.sum())"
+
+
+def training(total: str = SUM, numlib: bool = False) -> str:
+    return TRAIN.format(imports="import numlib" if numlib else "", total=total,
+                        scale=" * numlib.SCALE" if numlib else "")
+
+
+def commit(repo: Path, message: str) -> None:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / ".gitignore").write_text("repro-gate-out/\n")
+    (repo / "train.py").write_text(training())
+    commit(repo, "Train")
+    return repo
+
+
+def run(repo: Path, command: str, *args: str, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
+    gate_args = ["--quiet", "--no-cost"] if command == "check" else []
+    tail = ["--", sys.executable, "train.py"] if command == "check" else []
+    return subprocess.run(
+        [sys.executable, "-m", "repro_gate", command, *gate_args, *args, *tail],
+        cwd=repo, env={**clean, **(env or {})}, capture_output=True, text=True, timeout=240,
+        check=False)
+
+
+def check(repo: Path, *args: str, env: dict[str, str] | None = None
+          ) -> tuple[subprocess.CompletedProcess[str], dict]:
+    done = run(repo, "check", *args, env=env)
+    manifest = json.loads((repo / "repro-gate-out" / "manifest.json").read_text())
+    return done, manifest
+
+
+def golden_of(manifest: dict) -> dict:
+    return manifest["comparison"]["golden"]
+
+
+def bless(repo: Path, env: dict[str, str] | None = None) -> Path:
+    """`repro-gate bless` after a passing gate; the golden file it wrote, schema-checked."""
+    done = run(repo, "bless", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = sorted((repo / GOLDEN_DIR).glob("*.json"))
+    assert len(written) == 1
+    assert f"git add {written[0].relative_to(repo)}" in done.stdout
+    assert_valid(written[0])
+    return written[0]
+
+
+def assert_valid(golden: Path) -> None:
+    completed = subprocess.run(
+        [CHECK_JSONSCHEMA, "--no-cache", "--schemafile", str(GOLDEN_SCHEMA), str(golden)],
+        env={**os.environ, **OFFLINE}, capture_output=True, text=True, timeout=120, check=False)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+def blessed(repo: Path, env: dict[str, str] | None = None) -> Path:
+    """The first gate of the repository (no golden file yet), blessed and committed."""
+    done, manifest = check(repo, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    golden = golden_of(manifest)
+    assert golden["status"] == "no_golden"
+    assert golden["bless_command"].startswith("repro-gate bless")
+    assert "no golden trajectory for machine class" in done.stdout
+    path = bless(repo, env=env)
+    commit(repo, "Bless the golden trajectory")
+    return path
+
+
+def test_a_refactor_keeps_the_numerics_and_a_reordered_sum_changes_them_by_the_code(
+        project: Path) -> None:
+    golden_file = blessed(project)
+
+    (project / "train.py").write_text(REFACTORED)
+    commit(project, "Refactor the training")
+    done, manifest = check(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    golden = golden_of(manifest)
+    assert golden["status"] == "same"
+    assert golden["path"] == golden_file.relative_to(project).as_posix()
+    assert (golden["steps_compared"], golden["artifacts_compared"]) == (5, 1)
+    assert f"numerics unchanged against `{golden['path']}`" in done.stdout
+
+    (project / "train.py").write_text(training(REORDERED_SUM))
+    commit(project, "Sum the squared errors in reverse")
+    done, manifest = check(project)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert manifest["verdict"] == "fail"
+    assert manifest["reasons"][0]["code"] == "numerics_changed"
+    golden = golden_of(manifest)
+    assert golden["status"] == "changed"
+    assert golden["first_divergence"]["step"] == 3
+    assert golden["first_divergence"]["cause"] == "forward"
+    assert golden["attribution"]["kind"] == "code"
+    assert golden["software_diff"] == []
+    assert [point["delta"] for point in golden["loss_delta"][:2]] == [0.0, 0.0]
+    assert golden["loss_delta"][2]["delta"] != 0.0
+    assert "numerics changed against" in done.stdout and "at step 3 (forward)" in done.stdout
+
+    # Under a tolerance that admits the reordering, the change is reported and the gate passes.
+    (project / ".repro-gate.yml").write_text(
+        "golden:\n  tolerance:\n    loss: {rtol: 1.0e-4}\n"
+        "    tensors: {rtol: 1.0e-4, atol: 1.0e-6}\n")
+    done, manifest = check(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert golden_of(manifest)["status"] == "within_tolerance"
+    assert "numerics within tolerance of" in done.stdout
+
+    # `on_change: warn`: a change beyond the tolerance is reported, and the gate passes.
+    (project / ".repro-gate.yml").write_text("golden:\n  on_change: warn\n")
+    done, manifest = check(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert golden_of(manifest)["status"] == "changed"
+    assert manifest["verdict"] == "pass"
+    assert "numerics changed against" in done.stdout
+
+
+def test_a_pull_request_that_carries_its_new_golden_file_passes_and_shows_the_change(
+        project: Path) -> None:
+    golden_file = blessed(project)
+    git(project, "checkout", "-q", "-b", "reorder")
+    (project / "train.py").write_text(training(REORDERED_SUM))
+    commit(project, "Sum the squared errors in reverse")
+    done, _ = check(project)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert bless(project) == golden_file  # the re-blessing, reviewed with the pull request
+    commit(project, "Bless the new numerics")
+
+    done, manifest = check(project, env={"GITHUB_BASE_REF": "main"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    golden = golden_of(manifest)
+    assert golden["status"] == "same"
+    base = golden["against_base"]
+    assert base["path"] == f"main:{golden['path']}"
+    assert base["status"] == "changed"
+    assert base["first_divergence"]["step"] == 3
+    report = run(project, "report", "--manifest", "repro-gate-out/manifest.json", "--markdown")
+    assert f"against the base branch's `main:{golden['path']}`: changed at step 3" \
+        in report.stdout, report.stdout + report.stderr
+
+
+def test_a_lock_change_with_the_same_code_is_put_down_to_the_environment(
+        project: Path, tmp_path: Path) -> None:
+    sites = {}
+    for version, scale in (("1.0", "1.0"), ("2.0", "1.5")):
+        site = tmp_path / f"site-{version}"
+        site.mkdir()
+        (site / "numlib.py").write_text(f"SCALE = {scale}\n")
+        sites[version] = {"PYTHONPATH": os.pathsep.join(
+            [str(site), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    (project / "train.py").write_text(training(numlib=True))
+    (project / "requirements.txt").write_text("numlib==1.0\n")
+    commit(project, "Scale the inputs by numlib")
+    blessed(project, env=sites["1.0"])
+
+    (project / "requirements.txt").write_text("numlib==2.0\n")
+    commit(project, "Upgrade numlib")
+    (project / ".gitignore").unlink()  # the gate's own output, untracked, is not the training's
+    done, manifest = check(project, env=sites["2.0"])
+    assert done.returncode == 1, done.stdout + done.stderr
+    golden = golden_of(manifest)
+    assert golden["status"] == "changed"
+    assert golden["attribution"]["kind"] == "environment"
+    assert [entry["field"] for entry in golden["software_diff"]] == ["lock"]
+    assert "caused by the environment" in done.stdout
+
+
+def test_another_machine_class_has_no_golden_file_unless_one_is_named(project: Path) -> None:
+    golden_file = blessed(project)
+    document = json.loads(golden_file.read_text())
+    document["machine_class"] = "gpu-h100-x8"
+    other = golden_file.with_name("gpu-h100-x8.json")
+    other.write_text(json.dumps(document))
+    golden_file.unlink()
+    assert_valid(other)
+    commit(project, "Only the H100 golden trajectory")
+
+    done, manifest = check(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    golden = golden_of(manifest)
+    assert golden["status"] == "no_golden"
+    assert golden["path"] == GOLDEN_DIR.as_posix()
+    assert golden["machine_class"] != "gpu-h100-x8"
+    assert golden["golden_machine_class"] is None
+
+    done, manifest = check(project, "--golden", str(other.relative_to(project)))
+    golden = golden_of(manifest)
+    assert golden["status"] == "same", done.stdout
+    assert golden["golden_machine_class"] == "gpu-h100-x8"
+    assert "recorded on `gpu-h100-x8`" in done.stdout
+
+    other.write_text('{"format": 1}')
+    done, manifest = check(project, "--golden", str(other.relative_to(project)))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert manifest["reasons"][0]["code"] == "golden"
+    assert "not a golden trajectory" in done.stdout and "Traceback" not in done.stdout
+
+
+def test_bless_refuses_a_gate_whose_runs_did_not_reproduce(project: Path) -> None:
+    (project / "train.py").write_text(training().replace(
+        "targets = torch.randn(64, 1)", "import os\ntargets = torch.randn(64, 1)"
+        " + int.from_bytes(os.urandom(2), 'little') * 1e-6"))
+    done, manifest = check(project)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert golden_of(manifest) is None
+    refused = run(project, "bless")
+    assert refused.returncode == 4
+    assert "did not reproduce" in refused.stderr and "Traceback" not in refused.stderr
+    assert not (project / GOLDEN_DIR).exists()

@@ -21,7 +21,6 @@ SCHEMA_VERSION = 1
 DEFAULT_SAMPLES = 5
 MIN_SAMPLES = 2  # a spread needs two runs
 RUN_PREFIX = "calibrate-"  # runs/calibrate-1, logs/calibrate-1.log, ...
-LOG_TAIL_LINES = 20
 
 
 @dataclass
@@ -46,7 +45,9 @@ def run_calibration(config: Config, open_launcher: LauncherFactory, samples: int
         spec = training_run.build_spec(config, launcher, f"{RUN_PREFIX}{index}", "default",
                                        max_steps=config.cost.steps)
         record = training_run.execute(launcher, spec, sink_for(spec.name), list(config.artifacts))
-        _check_run(record)
+        failure = training_run.run_failure(record, config.timeout)
+        if failure is not None:  # a crashed run's spread would mean nothing
+            raise failure
         records.append(record)
     loss = loss_spread([record.trajectory for record in records])
     if not loss:
@@ -89,15 +90,3 @@ def write(document: dict[str, Any], output_dir: Path) -> Path:
     path = output_dir / CALIBRATION_NAME
     manifest.write_json_atomic(path, document)
     return path
-
-
-def _check_run(record: training_run.RunRecord) -> None:
-    """A run that timed out or crashed ends the calibration: its spread would mean nothing."""
-    label = f"run {record.name} ({record.mode})"
-    if record.timed_out:
-        raise GateError(f"{label} timed out after {record.wall_seconds:.1f} s and was killed"
-                        f" (log: {record.log_path})", kind=ErrorKind.TIMEOUT,
-                        detail=record.log_tail(LOG_TAIL_LINES))
-    if not record.ended_cleanly:
-        raise GateError(f"{label} exited with code {record.exit_code} (log: {record.log_path})",
-                        kind=ErrorKind.RUN_FAILED, detail=record.log_tail(LOG_TAIL_LINES))

@@ -32,7 +32,6 @@ from repro_gate.publish import Publisher
 SinkFactory = Callable[[str], LineSink]
 LauncherFactory = Callable[[Config], Launcher]
 EXIT_CODES = {verdict.PASS: EXIT_PASS, verdict.FAIL: EXIT_FAIL, verdict.ERROR: EXIT_ERROR}
-LOG_TAIL_LINES = 20
 GATE_LOG = "gate.log"  # in <output_dir>/logs: tracebacks of internal errors
 # Subdirectories of the output directory the gate writes into.
 OUTPUT_SUBDIRS = ("logs", "runs")
@@ -116,7 +115,7 @@ def _check_resume(config: Config, launcher: Launcher, state: GateState, comparis
     runs = deterministic(state.records)
     agreed = bool(runs) and not state.strict_stop and not verdict.failures(comparison, [])
     if not agreed:
-        comparison["resume"] = resume_run.unchecked(config, agreed)
+        comparison["resume"] = resume_run.unchecked(config, agreed, state.strict_stop)
         return
     state.records.append(resume_run.check(config, launcher, runs[0], comparison, sink_for))
 
@@ -270,22 +269,13 @@ def _last_step(spec: RunSpec) -> int:
 def _check_run(record: training_run.RunRecord, state: GateState, timeout: float | None) -> None:
     """Raise for a run that timed out, crashed or left configured globs unmatched."""
     label = f"run {record.name} ({record.mode})"
-    if record.timed_out:
-        raise GateError(
-            f"{label} timed out after {record.wall_seconds:.1f} s (timeout: {timeout:g} s)"
-            f" and was killed (log: {record.log_path})",
-            kind=ErrorKind.TIMEOUT,
-            detail=record.log_tail(LOG_TAIL_LINES),
-        )
-    if not record.ended_cleanly:
-        if any(alert.get("kind") == "strict_error" for alert in record.alerts):
+    failure = training_run.run_failure(record, timeout)
+    if failure is not None:
+        if failure.kind == ErrorKind.RUN_FAILED and any(
+                alert.get("kind") == "strict_error" for alert in record.alerts):
             state.strict_stop = True
             return
-        raise GateError(
-            f"{label} exited with code {record.exit_code} (log: {record.log_path})",
-            kind=ErrorKind.RUN_FAILED,
-            detail=record.log_tail(LOG_TAIL_LINES),
-        )
+        raise failure
     status = record.probe_status or {}
     if status.get("probe") == "failed":
         errors = "; ".join(status.get("errors", [])) or "no detail"

@@ -17,6 +17,7 @@ from repro_gate.fingerprint.seeding import unseeded_anchor
 from repro_gate.gate import verdict
 from repro_gate.gate.evidence import Evidence, qualify
 from repro_gate.gate.training_run import RunRecord
+from repro_gate.golden.candidate import remove_stale, write_candidate
 from repro_gate.golden.check import CHANGED, compare_with_golden
 from repro_gate.golden.document import RunData
 from repro_gate.probe import COST_FILE, read_json
@@ -161,6 +162,10 @@ def assemble(
     return document
 
 
+# A gate whose numbers are not (exactly) its golden file's leaves the file it would bless.
+CANDIDATE_STATUSES = ("no_golden", "changed", "within_tolerance")
+
+
 def compare_golden(config: Config, state: GateState, comparison: Comparison,
                    sections: dict[str, Any]) -> None:
     """Run A against its golden trajectory, once runs A and B agree (`comparison.golden`; None
@@ -174,9 +179,16 @@ def compare_golden(config: Config, state: GateState, comparison: Comparison,
     run = RunData(first.trajectory, sections["fingerprint"],
                   [(a.rel_path, a.path) for a in first.artifacts], config.name)
     try:
-        comparison["golden"] = compare_with_golden(config, run)
+        golden = compare_with_golden(config, run)
     except GateError as error:
         state.error = error
+        return
+    if golden["status"] in CANDIDATE_STATUSES:
+        candidate = write_candidate(run, config.output_dir)
+        golden["candidate"] = str(candidate) if candidate else None
+    else:
+        remove_stale(config.output_dir, golden["machine_class"])
+    comparison["golden"] = golden
 
 
 def numerics_rule(config: Config, comparison: Comparison, reasons: list[verdict.Reason]

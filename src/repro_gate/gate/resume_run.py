@@ -31,9 +31,10 @@ PURPOSE = "resume"
 RESUMED_LOG = "R-resumed.log"  # the resumed process's output, beside R.log (its first process)
 # The probe's stop reason in the first process: it stopped at the resume point, as asked.
 STOPPED_AT_RESUME_POINT = "resume_point"
-LOG_TAIL_LINES = 20
 NOT_AGREED = "runs A and B did not agree, so the resume was not checked"
 STOPPED_EARLIER = "the gate stopped before run R"
+STRICT_STOP = ("a nondeterministic op stopped the runs (determinism: strict), so the resume was"
+               " not checked")
 
 SinkFor = Callable[[str], LineSink]
 
@@ -44,10 +45,13 @@ def record_states(config: Config, spec: RunSpec) -> None:
         spec.env[probe.ENV_RESUME_RECORDS] = "1"
 
 
-def unchecked(config: Config, agreed: bool) -> ResumeComparison | None:
+def unchecked(config: Config, agreed: bool, strict_stop: bool = False
+              ) -> ResumeComparison | None:
     """`comparison.resume` of a gate that did not run R: None when `resume` is not set."""
     if config.resume is None:
         return None
+    if strict_stop:
+        return not_run(STRICT_STOP)
     return not_run(STOPPED_EARLIER if agreed else NOT_AGREED)
 
 
@@ -113,7 +117,7 @@ def _run(launcher: Launcher, spec: RunSpec, sink: LineSink) -> RunOutcome:
                         f" (log: {spec.log_path})", kind=ErrorKind.TIMEOUT)
     if outcome.exit_code not in (0, probe.STOP_EXIT_CODE) and not _stopped(spec.run_dir):
         raise GateError(f"{label} exited with code {outcome.exit_code} (log: {spec.log_path})",
-                        kind=ErrorKind.RUN_FAILED, detail=_tail(spec.log_path))
+                        kind=ErrorKind.RUN_FAILED, detail=training_run.log_tail(spec.log_path))
     return outcome
 
 
@@ -160,11 +164,3 @@ def _lines(path: Path) -> list[dict[str, Any]]:
         if isinstance(value, dict):
             found.append(value)
     return found
-
-
-def _tail(path: Path) -> str:
-    try:
-        text = path.read_bytes().decode("utf-8", "replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-LOG_TAIL_LINES:])

@@ -22,6 +22,8 @@ from repro_gate.launch import progress
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunOutcome, RunSpec
 from repro_gate.launch.shell import shell_argv
 
+LOG_TAIL_LINES = 20  # the lines of a failed run's log that its error shows
+
 REFERENCE_DIR = Path(__file__).parents[1] / "reference"
 REFERENCE_MODULE = "repro_gate_reference"
 COST_RUN_NAME = "cost"  # one process, determinism switched between blocks of steps
@@ -69,13 +71,9 @@ class RunRecord:
             self.exit_code == probe.STOP_EXIT_CODE or self.ranks > 1
         )
 
-    def log_tail(self, count: int) -> str:
+    def log_tail(self, count: int = LOG_TAIL_LINES) -> str:
         """The last `count` lines of the run's log, for error reports."""
-        try:
-            text = self.log_path.read_bytes().decode("utf-8", errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-count:])
+        return log_tail(self.log_path, count)
 
     def side(self) -> RunSide:
         """This run as one side of a comparison."""
@@ -271,3 +269,26 @@ def _stop_reason(statuses: list[Any]) -> str | None:
 
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
+
+
+def log_tail(path: Path, count: int = LOG_TAIL_LINES) -> str:
+    """The last `count` lines of a log, for error reports ("" when it cannot be read)."""
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-count:])
+
+
+def run_failure(record: RunRecord, timeout: float | None) -> GateError | None:
+    """The error of a run that timed out or exited with an error; None when it ended cleanly."""
+    label = f"run {record.name} ({record.mode})"
+    if record.timed_out:
+        limit = f" (timeout: {timeout:g} s)" if timeout is not None else ""
+        return GateError(f"{label} timed out after {record.wall_seconds:.1f} s{limit} and was"
+                         f" killed (log: {record.log_path})", kind=ErrorKind.TIMEOUT,
+                         detail=record.log_tail())
+    if not record.ended_cleanly:
+        return GateError(f"{label} exited with code {record.exit_code} (log: {record.log_path})",
+                         kind=ErrorKind.RUN_FAILED, detail=record.log_tail())
+    return None

@@ -7,5 +7,6 @@ and its file-name slug; `select.py` which golden file a run is compared with; `c
 run against golden, step by step and artifact by artifact; `history.py` what git says (files
 changed since the golden's commit, the base branch's golden); `attribution.py` code or
 environment; `check.py` the gate's comparison, assembled into `comparison.golden`; `bless.py`
-`repro-gate bless`.
+`repro-gate bless`; `candidate.py` a run's golden file in the output directory, for CI to
+upload.
 """

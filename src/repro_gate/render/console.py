@@ -38,6 +38,9 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
     golden = golden_line(golden_of(manifest))
     if golden and all(r["message"] != golden for r in manifest["reasons"]):
         lines.append(f"  {golden}")
+    candidate = (golden_of(manifest) or {}).get("candidate")
+    if candidate:
+        lines.append(f"  this run's golden file: {candidate}")
     seed_note = seeding_text.gate_seed_note(manifest)
     if seed_note:
         lines.append(f"  {seed_note}")

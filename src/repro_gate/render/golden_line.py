@@ -67,8 +67,20 @@ def golden_of(manifest: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def numerics_markdown(manifest: Mapping[str, Any]) -> str:
     """The line as a paragraph of the summary, the check run and the comment ("" when none)."""
-    line = golden_line(golden_of(manifest))
-    return f"**Numerics:** {line}" if line else ""
+    golden = golden_of(manifest)
+    line = golden_line(golden)
+    if not line:
+        return ""
+    return f"**Numerics:** {line}" + candidate_sentence(golden)
+
+
+def candidate_sentence(golden: Mapping[str, Any] | None) -> str:
+    """Where this run's own golden file was written, and how a pull request commits it."""
+    if not golden or not golden.get("candidate"):
+        return ""
+    return (f"\n\nThis run's golden file is `{golden['candidate']}` (upload the output directory"
+            " as an artifact to keep it). To bless these numbers, commit it as the file"
+            f" compared, or run `{golden['bless_command']}`.")
 
 
 def numerics_changed_only(manifest: Mapping[str, Any]) -> bool:

@@ -145,7 +145,7 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
     marker = comment_marker(gate)
     folded = f"<details><summary>Details</summary>\n\n{details.strip()}\n\n</details>\n"
     body = "\n\n".join(p for p in (_heading(manifest), _why(manifest), _resume(manifest),
-                                     numerics_markdown(manifest), golden_chart(manifest), table,
+                                     numerics_markdown(manifest), table, golden_chart(manifest),
                                      folded) if p)
     return truncate(body, COMMENT_LIMIT - len(marker) - 2) + "\n" + marker + "\n"
 

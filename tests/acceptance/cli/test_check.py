@@ -123,11 +123,15 @@ def test_put_op_is_reported_at_its_file_and_line(project: Path) -> None:
 
 
 def test_strict_determinism_fails_on_the_op(project: Path) -> None:
-    result = check(project, "--determinism", "strict", *script("put_op.py"))
+    result = check(project, "--determinism", "strict", "--resume-after", "2",
+                   *script("put_op.py"))
     assert result.exit_code == 1, result.stdout + result.stderr
     manifest = result.manifest
     assert manifest["verdict"] == "fail"
     assert manifest["reasons"][0]["code"] == "nondeterministic_op_strict"
+    resume = manifest["comparison"]["resume"]
+    assert resume["status"] == "not_run"
+    assert "determinism: strict" in resume["note"]
     (op,) = manifest["nondeterministic_ops"]
     assert (Path(op["file"]).name, op["line"], op["kind"]) == ("put_op.py", 10, "strict_error")
 

@@ -128,7 +128,15 @@ def blessed(repo: Path, env: dict[str, str] | None = None) -> Path:
     assert golden["status"] == "no_golden"
     assert golden["bless_command"].startswith("repro-gate bless")
     assert "no golden trajectory for machine class" in done.stdout
+    # The run's own golden file waits in the output directory, for CI to upload.
+    candidate = Path(golden["candidate"])
+    assert f"this run's golden file: {candidate}" in done.stdout
+    assert_valid(candidate)
     path = bless(repo, env=env)
+    written = {key: json.loads(file.read_text()) for key, file in
+               (("candidate", candidate), ("blessed", path))}
+    assert written["candidate"]["steps"] == written["blessed"]["steps"]
+    assert written["candidate"]["artifacts"] == written["blessed"]["artifacts"]
     commit(repo, "Bless the golden trajectory")
     return path
 
@@ -143,6 +151,9 @@ def test_a_refactor_keeps_the_numerics_and_a_reordered_sum_changes_them_by_the_c
     assert done.returncode == 0, done.stdout + done.stderr
     golden = golden_of(manifest)
     assert golden["status"] == "same"
+    assert golden.get("candidate") is None  # nothing new to bless: the earlier one is gone
+    assert (project / "repro-gate-out" / "golden").is_dir()
+    assert not list((project / "repro-gate-out" / "golden").glob("*.json"))
     assert golden["path"] == golden_file.relative_to(project).as_posix()
     assert (golden["steps_compared"], golden["artifacts_compared"]) == (5, 1)
     assert f"numerics unchanged against `{golden['path']}`" in done.stdout

@@ -30,7 +30,7 @@ def write_candidate(run: document.RunData, output_dir: Path) -> Path | None:
         golden = document.build(run, now())
         path = path_of(output_dir, golden["machine_class"])
         document.write(golden, path)
-    except (GateError, OSError) as error:
+    except (GateError, OSError, ValueError) as error:
         notices.warning(f"the candidate golden file was not written: {one_line(error)}")
         return None
     return path

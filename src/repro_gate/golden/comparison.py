@@ -9,6 +9,7 @@ differs (initial parameters, inputs, loss, gradients, parameters after the updat
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,7 +95,8 @@ def _compare_steps(golden: dict[str, Any], run: dict[str, Any], tolerance: Toler
 def _loss_delta(row: Row, expected: Row) -> float | None:
     if not isinstance(row[LOSS], str) or not isinstance(expected[LOSS], str):
         return None
-    return float.fromhex(row[LOSS]) - float.fromhex(expected[LOSS])
+    delta = float.fromhex(row[LOSS]) - float.fromhex(expected[LOSS])
+    return delta if math.isfinite(delta) else None  # an infinite loss has no difference to draw
 
 
 def _loss_within(row: Row, expected: Row, tolerance: Tolerance) -> bool:

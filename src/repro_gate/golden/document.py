@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +54,9 @@ def step_row(record: dict[str, Any]) -> Row:
     loss = record.get("loss")
     value = None
     if isinstance(loss, str):
-        value = float(f"{float.fromhex(loss):.{LOSS_DIGITS}g}")
+        exact = float.fromhex(loss)
+        # An overflowed loss (a gradient scaler's skipped step) keeps its bits; JSON has no inf.
+        value = float(f"{exact:.{LOSS_DIGITS}g}") if math.isfinite(exact) else None
         loss = re.sub(r"0+p", "p", loss)  # a float32's trailing zeros say nothing
     return [int(record["step"]), loss, value, combined(record.get("inputs")),
             combined(record.get("grads")), combined(record.get("params"))]

@@ -33,6 +33,9 @@ def runner(config: Config, launcher: Launcher, records: list[RunRecord],
             cancel.ignore_from_now()
         record.purpose = PURPOSE
         records.append(record)
+        if record.timed_out:
+            raise GateError(f"run {RUN_NAME} timed out after {record.wall_seconds:.1f} s"
+                            f" (log: {record.log_path})", kind=ErrorKind.TIMEOUT)
         if not record.ended_cleanly:
             raise GateError(f"run {RUN_NAME} exited with code {record.exit_code}"
                             f" (log: {record.log_path})", kind=ErrorKind.RUN_FAILED)

@@ -60,9 +60,12 @@ def rebuild_and_run(config: Config, golden: dict[str, Any], diff: list[dict[str,
         lock_path = golden_lock(config, commit)
         lock = read_lock(lock_path, role="the golden file's lock", project=config.workdir)
         environment = builder(config, lock.sources)(lock.pins())
-        return run_in(environment)
     except GateError as error:
         return f"the golden file's software was not rebuilt: {error.message}"
+    try:
+        return run_in(environment)
+    except GateError as error:
+        return f"run {RUN_NAME} in the golden file's software did not finish: {error.message}"
 
 
 def golden_lock(config: Config, commit: str) -> Path:

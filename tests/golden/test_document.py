@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from helpers.paths import ROOT
+
 from repro_gate.golden import document
 
 FINGERPRINT = json.loads((ROOT / "tests/fixtures/manifest/manifest-v3.json").read_text())[

@@ -20,7 +20,7 @@ from repro_gate.compare.run_pair import check_something_compared, compare_runs, 
 from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
 from repro_gate.cost import plan as cost_plan
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError, one_line
-from repro_gate.gate import evidence, file_lock, resume_run, training_run, verdict
+from repro_gate.gate import evidence, file_lock, golden_run, resume_run, training_run, verdict
 from repro_gate.gate.localise import localise
 from repro_gate.gate.record import GateState, assemble, deterministic, now
 from repro_gate.launch import cancel
@@ -72,6 +72,7 @@ def _run_gate(
     try:
         check_baseline(config)
         launcher = open_launcher(config)
+        state.run_golden = golden_run.runner(config, launcher, state.records, sink_for)
         state.host_fingerprint = fingerprint.collect_host(
             config.data, config.workdir, gate_files=file_lock.gate_files(config))
         publisher.started()

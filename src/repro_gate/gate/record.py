@@ -20,6 +20,7 @@ from repro_gate.gate.training_run import RunRecord
 from repro_gate.golden.candidate import remove_stale, write_candidate
 from repro_gate.golden.check import CHANGED, compare_with_golden
 from repro_gate.golden.document import RunData
+from repro_gate.golden.rebuild import RunIn
 from repro_gate.probe import COST_FILE, read_json
 from repro_gate.render.golden_line import golden_line
 
@@ -36,6 +37,7 @@ class GateState:
     strict_stop: bool = False
     error: GateError | None = None
     evidence: Evidence | None = None  # once the runs were compared
+    run_golden: RunIn | None = None  # run G (gate/golden_run.py), once a launcher is open
 
 
 def deterministic(records: list[RunRecord]) -> list[RunRecord]:
@@ -179,7 +181,7 @@ def compare_golden(config: Config, state: GateState, comparison: Comparison,
     run = RunData(first.trajectory, sections["fingerprint"],
                   [(a.rel_path, a.path) for a in first.artifacts], config.name)
     try:
-        golden = compare_with_golden(config, run)
+        golden = compare_with_golden(config, run, state.run_golden)
     except GateError as error:
         state.error = error
         return

@@ -6,7 +6,7 @@ compared with them.
 and its file-name slug; `select.py` which golden file a run is compared with; `comparison.py`
 run against golden, step by step and artifact by artifact; `history.py` what git says (files
 changed since the golden's commit, the base branch's golden); `attribution.py` code or
-environment; `check.py` the gate's comparison, assembled into `comparison.golden`; `bless.py`
-`repro-gate bless`; `candidate.py` a run's golden file in the output directory, for CI to
-upload.
+environment; `rebuild.py` run G, the code in the golden file's rebuilt lock; `check.py` the
+gate's comparison, assembled into `comparison.golden`; `bless.py` `repro-gate bless`;
+`candidate.py` a run's golden file in the output directory, for CI to upload.
 """

@@ -2,8 +2,9 @@
 
 Same software as the golden file: the code. The software changed and no file the training runs
 changed since the golden file's commit (only locks, docs, workflows, the golden files): the
-environment. Both changed: `unknown`, with the reason (the code was not run in the golden
-file's software).
+environment. Both changed: the code run in the golden file's rebuilt software (run G,
+`rebuild.py`) decides: equal to the golden trajectory, the environment; else the code. Where it
+cannot be rebuilt, `unknown` with the reason.
 """
 
 from __future__ import annotations
@@ -58,3 +59,26 @@ def attribute(diff: list[dict[str, Any]], changed: list[str] | None, folders: li
             "reason": f"both the software ({fields}) and the code ({shown}) changed since the"
                       " golden file's commit; the code was not run in the golden file's"
                       " software"}
+
+
+def both_changed(diff: list[dict[str, Any]], changed: list[str] | None,
+                 folders: list[str]) -> bool:
+    """Both the software and the code changed since the golden file's commit: run G decides."""
+    return bool(diff) and changed is not None and bool(training_files(changed, folders))
+
+
+def by_rebuild(reproduced: bool) -> dict[str, str]:
+    """What run G (the code in the golden file's rebuilt software) says."""
+    if reproduced:
+        return {"kind": ENVIRONMENT,
+                "reason": "the pull request's code in the golden file's software reproduces the"
+                          " golden trajectory: the software change did it"}
+    return {"kind": CODE,
+            "reason": "the pull request's code in the golden file's software does not reproduce"
+                      " the golden trajectory: the code changed the numerics"}
+
+
+def not_rebuilt(found: dict[str, str], why: str) -> dict[str, str]:
+    """Both changed and run G could not run: `unknown`, with why."""
+    head = found["reason"].split("; ")[0]
+    return {"kind": UNKNOWN, "reason": f"{head}; {why}"}

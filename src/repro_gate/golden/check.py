@@ -9,14 +9,17 @@ from typing import Any
 
 from repro_gate.config import Config
 from repro_gate.config.model import DEFAULT_GOLDEN_PATH
-from repro_gate.golden import attribution, comparison, document, history, select
+from repro_gate.golden import attribution, comparison, document, history, rebuild, select
 
 CHANGED = comparison.CHANGED
 
 
-def compare_with_golden(config: Config, run: document.RunData) -> dict[str, Any]:
+def compare_with_golden(config: Config, run: document.RunData,
+                        run_in: rebuild.RunIn | None = None) -> dict[str, Any]:
     """`comparison.golden` for run A: against the golden file of its machine class (or the one
-    named), and, when the base branch holds another version of that file, against that too."""
+    named), and, when the base branch holds another version of that file, against that too.
+    `run_in` runs the training in the golden file's rebuilt software (run G), when both the
+    software and the code changed."""
     candidate = document.build(run, now())
     machine_class = candidate["machine_class"]
     choice = select.choose(config, machine_class)
@@ -51,9 +54,26 @@ def compare_with_golden(config: Config, run: document.RunData) -> dict[str, Any]
         folders = [select.shown(choice.folder, root), select.shown(config.output_dir, root)]
         result["attribution"] = attribution.attribute(result["software_diff"], changed, folders,
                                                       commit)
+        if run_in is not None and attribution.both_changed(result["software_diff"], changed,
+                                                           folders):
+            result["attribution"] = attribute_by_rebuild(config, golden, run, result, run_in,
+                                                         tolerance)
     result["against_base"] = against_base(config.workdir, result["path"], golden, candidate,
                                           tolerance)
     return result
+
+
+def attribute_by_rebuild(config: Config, golden: dict[str, Any], run: document.RunData,
+                         result: dict[str, Any], run_in: rebuild.RunIn,
+                         tolerance: comparison.Tolerance) -> dict[str, str]:
+    """Both changed: run G, the code in the golden file's rebuilt software, against the golden
+    trajectory decides; `unknown` with the reason when it cannot be rebuilt."""
+    outcome = rebuild.rebuild_and_run(config, golden, result["software_diff"], run_in)
+    if isinstance(outcome, str):
+        return attribution.not_rebuilt(result["attribution"], outcome)
+    data = rebuild.with_fingerprint(outcome, run.fingerprint)
+    status = comparison.compare(golden, document.build(data, now()), tolerance)["status"]
+    return attribution.by_rebuild(status != CHANGED)
 
 
 def against_base(workdir: Path, rel_path: str, golden: dict[str, Any],

@@ -10,6 +10,7 @@
     requirements_sources.py  the same for a requirements file (its options and lines)
     installer.py        running uv (pip as the fallback), one-line failures
     launcher.py         `InEnvironment`: a launcher whose runs use an environment
+    builders.py         which builder a configuration gets (this host, or the image)
 
 It sits below gate/, so that every feature that drives the gate (the upgrade check, and the
 next ones) can build and use environments: it imports config, errors, parsing, credentials,

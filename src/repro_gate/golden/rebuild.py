@@ -19,12 +19,10 @@ from typing import Any
 
 from repro_gate.config import Config
 from repro_gate.environments import (
-    BuildEnvironment,
     Environment,
-    LocalEnvironments,
-    PackageSources,
     read_lock,
 )
+from repro_gate.environments.builders import builder_for
 from repro_gate.environments.dependency_lock import DEFAULT_LOCKS
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.golden import history
@@ -59,7 +57,7 @@ def rebuild_and_run(config: Config, golden: dict[str, Any], diff: list[dict[str,
     try:
         lock_path = golden_lock(config, commit)
         lock = read_lock(lock_path, role="the golden file's lock", project=config.workdir)
-        environment = builder(config, lock.sources)(lock.pins())
+        environment = builder_for(config, lock.sources)(lock.pins())
     except GateError as error:
         return f"the golden file's software was not rebuilt: {error.message}"
     try:
@@ -84,16 +82,6 @@ def golden_lock(config: Config, commit: str) -> Path:
             return path
     raise GateError(f"no {' or '.join(names)} at the golden file's commit {commit[:12]}",
                     kind=ErrorKind.LOCKFILE)
-
-
-def builder(config: Config, sources: PackageSources) -> BuildEnvironment:
-    """The upgrade check's builders and cache: in the image in Docker mode, else on this host."""
-    if config.container.image:
-        from repro_gate.environments.docker_volumes import DockerEnvironments
-
-        return DockerEnvironments.for_config(config, sources)
-    return LocalEnvironments(config.upgrade.cache_path, config.upgrade.inherit_site_packages,
-                             sources=sources)
 
 
 def with_fingerprint(run: RunData, fingerprint: dict[str, Any]) -> RunData:

@@ -31,11 +31,10 @@ from repro_gate.compare.status import Numerics
 from repro_gate.config import Config, ToleranceConfig
 from repro_gate.environments import (
     BuildEnvironment,
-    LocalEnvironments,
-    PackageSources,
     find_lock,
     read_lock,
 )
+from repro_gate.environments.builders import builder_for
 from repro_gate.environments.launcher import InEnvironment, python_environment
 from repro_gate.errors import (
     EXIT_ERROR,
@@ -166,7 +165,7 @@ def _check(config: Config, options: UpgradeOptions, open_launcher: LauncherFacto
     publisher.started()
     if not state.applicable_names():
         return
-    build = environments_for(config, state.baseline_lock().sources.merged(
+    build = builder_for(config, state.baseline_lock().sources.merged(
         state.candidate_lock().sources))
     launcher = open_launcher(config)
     # Both environments before the first run: a candidate that cannot be installed is an error
@@ -215,18 +214,6 @@ def _read_locks(config: Config, options: UpgradeOptions, work: Path,
     shutil.copyfile(state.candidate.path, kept)
     state.candidate_kept = kept
     state.changes = change_set(state.baseline, state.candidate)
-
-
-def environments_for(config: Config, sources: PackageSources | None = None) -> BuildEnvironment:
-    """Where the environments live follows the launcher: on this host, or in the image;
-    `sources` are where the locks' packages come from (their indexes, URLs, commits)."""
-    upgrade = config.upgrade
-    if config.container.image:
-        from repro_gate.environments.docker_volumes import DockerEnvironments
-
-        return DockerEnvironments.for_config(config, sources)
-    return LocalEnvironments(upgrade.cache_path, upgrade.inherit_site_packages,
-                             sources=sources or PackageSources())
 
 
 def _gate(config: Config, role: Role, launcher_base: Launcher, state: UpgradeState,

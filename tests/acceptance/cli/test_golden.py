@@ -12,27 +12,12 @@ from pathlib import Path
 import pytest
 from helpers.check_jsonschema import CHECK_JSONSCHEMA, OFFLINE
 from helpers.git_repo import git
+from helpers.golden_training import REORDERED_SUM, training
 from helpers.paths import ROOT
 
 GOLDEN_SCHEMA = ROOT / "src" / "repro_gate" / "schemas" / "golden.schema.json"
 GOLDEN_DIR = Path(".repro-gate") / "golden"
 
-TRAIN = """\
-import torch
-{imports}
-torch.manual_seed(0)
-model = torch.nn.Linear(4, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-inputs = torch.randn(64, 4){scale}
-targets = torch.randn(64, 1)
-for step in range(1, 6):
-    optimizer.zero_grad()
-    squared = (model(inputs) - targets) ** 2
-    loss = {total} / squared.numel()
-    loss.backward()
-    optimizer.step()
-torch.save(model.state_dict(), "model.pt")
-"""
 # The same numbers, written another way: a helper function and other names.
 REFACTORED = """\
 import torch
@@ -54,14 +39,6 @@ for _ in range(5):
     sgd.step()
 torch.save(net.state_dict(), "model.pt")
 """
-SUM = "squared.sum()"
-# From step 3 on, the sum adds the same numbers in the reverse order: other rounding.
-REORDERED_SUM = "(squared.flip(0).sum() if step >= 3 else squared.sum())"
-
-
-def training(total: str = SUM, numlib: bool = False) -> str:
-    return TRAIN.format(imports="import numlib" if numlib else "", total=total,
-                        scale=" * numlib.SCALE" if numlib else "")
 
 
 def commit(repo: Path, message: str) -> None:

@@ -14,29 +14,9 @@ from pathlib import Path
 
 import pytest
 from helpers.git_repo import git
+from helpers.golden_training import NEUTRAL, REORDERED_SUM, SUM, training
 from helpers.local_indexes import make_wheel
 
-TRAIN = """\
-import torch
-import numlib
-torch.manual_seed(0)
-model = torch.nn.Linear(4, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-inputs = torch.randn(64, 4) * numlib.SCALE
-targets = torch.randn(64, 1)
-for step in range(1, 6):
-    optimizer.zero_grad()
-    squared = (model(inputs) - targets) ** 2
-    loss = {total} / squared.numel()
-    loss.backward()
-    optimizer.step()
-torch.save(model.state_dict(), "model.pt")
-"""
-SUM = "squared.sum()"
-# The same numbers, written another way.
-NEUTRAL = "torch.sum(squared)"
-# From step 3 on, the sum adds the same numbers in the reverse order: other rounding.
-REORDERED_SUM = "(squared.flip(0).sum() if step >= 3 else squared.sum())"
 SCALES = {"1.0": "1.0", "2.0": "1.5"}
 
 
@@ -92,7 +72,7 @@ def run(setup: dict, version: str, command: str) -> subprocess.CompletedProcess[
 
 def write_project(setup: dict, version: str, total: str) -> None:
     repo = setup["repo"]
-    (repo / "train.py").write_text(TRAIN.format(total=total))
+    (repo / "train.py").write_text(training(total, numlib=True))
     (repo / "requirements.txt").write_text(
         f"--no-index\n--find-links {setup['wheels']}\nnumlib=={version}\n")
 

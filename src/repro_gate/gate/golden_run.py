@@ -9,7 +9,6 @@ from collections.abc import Callable
 from repro_gate.config import Config
 from repro_gate.environments import Environment
 from repro_gate.environments.launcher import InEnvironment, python_environment
-from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate import training_run
 from repro_gate.gate.training_run import RunRecord
 from repro_gate.golden.document import RunData
@@ -33,12 +32,9 @@ def runner(config: Config, launcher: Launcher, records: list[RunRecord],
             cancel.ignore_from_now()
         record.purpose = PURPOSE
         records.append(record)
-        if record.timed_out:
-            raise GateError(f"run {RUN_NAME} timed out after {record.wall_seconds:.1f} s"
-                            f" (log: {record.log_path})", kind=ErrorKind.TIMEOUT)
-        if not record.ended_cleanly:
-            raise GateError(f"run {RUN_NAME} exited with code {record.exit_code}"
-                            f" (log: {record.log_path})", kind=ErrorKind.RUN_FAILED)
+        failure = training_run.run_failure(record, config.timeout)
+        if failure is not None:
+            raise failure
         return RunData(record.trajectory, {}, [(a.rel_path, a.path) for a in record.artifacts],
                        config.name)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from repro_gate.config import Config
 from repro_gate.environments import Environment
 from repro_gate.golden.document import RunData

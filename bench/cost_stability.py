@@ -4,7 +4,7 @@ Runs `repro-gate check` on the reference N times, one after the other, each in a
 directory, and prints as JSON each gate's cost (status, figure, 95% interval, pairs, reason),
 the spread of the measured figures (max - min, percentage points), the pooled median (the
 median of every pair's cost over all repeats: the best estimate the data give), whether every
-measured interval contains it, whether the issue's target is met (>= 3 of 5 measured, every
+measured interval contains it, whether the target is met (>= 3 of 5 measured, every
 measured interval containing the pooled median, spread <= 15 pp), and the machine's load
 average before and after each gate.
 

@@ -33,7 +33,8 @@ PREFIX = "repro-gate-audit-"
 DAEMON_SOCKET = Path(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
                      .removeprefix("unix://"))
 
-# What an engine with no filter and no kernel boundary gives away: every class of escape the threat model lists.
+# What an engine with no filter and no kernel boundary gives away: every class of escape
+# the threat model lists.
 # (Privileged is left out: the confinement of the machines the tests run on refuses it.)
 ESCAPES_UNFILTERED = [
     "bare-LF second request in a header",

@@ -17,6 +17,8 @@ from helpers.git_repo import git
 from helpers.golden_training import NEUTRAL, REORDERED_SUM, SUM, training
 from helpers.local_indexes import make_wheel
 
+import repro_gate
+
 SCALES = {"1.0": "1.0", "2.0": "1.5"}
 
 
@@ -55,7 +57,10 @@ def gate_env(python: Path, tmp: Path) -> dict[str, str]:
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("GITHUB_", "INPUT_")) and k != "VIRTUAL_ENV"}
     torch_site = sysconfig.get_paths()["purelib"]
-    paths = [*filter(None, [os.environ.get("PYTHONPATH")]), torch_site]
+    # The gate itself, however it is installed (an editable install's .pth is not read from a
+    # PYTHONPATH folder).
+    gate_source = str(Path(repro_gate.__file__).resolve().parents[1])
+    paths = [gate_source, *filter(None, [os.environ.get("PYTHONPATH")]), torch_site]
     return {**clean, "PYTHONPATH": os.pathsep.join(paths),
             "PATH": os.pathsep.join([str(python.parent), clean.get("PATH", "")]),
             "UV_OFFLINE": "1", "UV_PYTHON_DOWNLOADS": "never",

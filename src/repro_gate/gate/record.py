@@ -20,6 +20,7 @@ from repro_gate.gate.training_run import RunRecord
 from repro_gate.golden.candidate import remove_stale, write_candidate
 from repro_gate.golden.check import CHANGED, compare_with_golden
 from repro_gate.golden.document import RunData
+from repro_gate.golden.document import build as build_golden
 from repro_gate.golden.rebuild import RunIn
 from repro_gate.probe import COST_FILE, read_json
 from repro_gate.render.golden_line import golden_line
@@ -181,13 +182,14 @@ def compare_golden(config: Config, state: GateState, comparison: Comparison,
     run = RunData(first.trajectory, sections["fingerprint"],
                   [(a.rel_path, a.path) for a in first.artifacts], config.name)
     try:
-        golden = compare_with_golden(config, run, state.run_golden)
+        candidate = build_golden(run, now())  # once: the artifacts are read and summarised once
+        golden = compare_with_golden(config, run, candidate, state.run_golden)
     except GateError as error:
         state.error = error
         return
     if golden["status"] in CANDIDATE_STATUSES:
-        candidate = write_candidate(run, config.output_dir)
-        golden["candidate"] = str(candidate) if candidate else None
+        written = write_candidate(candidate, config.output_dir)
+        golden["candidate"] = str(written) if written else None
     else:
         remove_stale(config.output_dir, golden["machine_class"])
     comparison["golden"] = golden

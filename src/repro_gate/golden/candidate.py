@@ -5,11 +5,11 @@ can carry it without a second run."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from repro_gate import notices
 from repro_gate.errors import GateError, one_line
 from repro_gate.golden import document
-from repro_gate.golden.check import now
 
 SUBDIR = "golden"  # in the output directory
 
@@ -24,11 +24,11 @@ def remove_stale(output_dir: Path, machine_class: str) -> None:
     path_of(output_dir, machine_class).unlink(missing_ok=True)
 
 
-def write_candidate(run: document.RunData, output_dir: Path) -> Path | None:
-    """Write the candidate and return its path; a failure to write it is a warning (None)."""
+def write_candidate(golden: dict[str, Any], output_dir: Path) -> Path | None:
+    """Write the candidate (a run made into a golden document) and return its path; a failure
+    to write it is a warning (None)."""
+    path = path_of(output_dir, golden["machine_class"])
     try:
-        golden = document.build(run, now())
-        path = path_of(output_dir, golden["machine_class"])
         document.write(golden, path)
     except (GateError, OSError, ValueError) as error:
         notices.warning(f"the candidate golden file was not written: {one_line(error)}")

@@ -14,13 +14,12 @@ from repro_gate.golden import attribution, comparison, document, history, rebuil
 CHANGED = comparison.CHANGED
 
 
-def compare_with_golden(config: Config, run: document.RunData,
+def compare_with_golden(config: Config, run: document.RunData, candidate: dict[str, Any],
                         run_in: rebuild.RunIn | None = None) -> dict[str, Any]:
     """`comparison.golden` for run A: against the golden file of its machine class (or the one
     named), and, when the base branch holds another version of that file, against that too.
     `run_in` runs the training in the golden file's rebuilt software (run G), when both the
-    software and the code changed."""
-    candidate = document.build(run, now())
+    software and the code changed. `candidate` is `run` made into a golden document."""
     machine_class = candidate["machine_class"]
     choice = select.choose(config, machine_class)
     root = history.repo_root(config.workdir) or config.workdir

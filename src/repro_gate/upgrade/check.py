@@ -56,6 +56,7 @@ from repro_gate.gate.record import now
 from repro_gate.gate.training_run import RunRecord
 from repro_gate.golden.candidate import write_candidate
 from repro_gate.golden.document import RunData
+from repro_gate.golden.document import build as build_golden
 from repro_gate.launch import cancel
 from repro_gate.launch.base import Launcher
 from repro_gate.manifest.store import write_text_atomic
@@ -280,9 +281,14 @@ def _write_candidate_golden(config: Config, outcome: GateOutcome) -> None:
     """The candidate's golden trajectory beside upgrade.json (`golden/<class>.json`), for a
     lock-bump pull request to carry."""
     run = _run_a(outcome)
-    write_candidate(RunData(run.trajectory, outcome.manifest.get("fingerprint") or {},
-                            [(a.rel_path, a.path) for a in run.artifacts], config.name),
-                    config.output_dir)
+    data = RunData(run.trajectory, outcome.manifest.get("fingerprint") or {},
+                   [(a.rel_path, a.path) for a in run.artifacts], config.name)
+    try:
+        golden = build_golden(data, now())
+    except (GateError, OSError) as error:
+        notices.warning(f"the candidate golden file was not written: {one_line(error)}")
+        return
+    write_candidate(golden, config.output_dir)
 
 
 def _run_a(outcome: GateOutcome) -> RunRecord:

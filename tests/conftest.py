@@ -1,8 +1,17 @@
-"""Fixtures shared by the whole suite; those of one kind of service live in tests/helpers."""
+"""Fixtures shared by the whole suite; those of one kind of service live in tests/helpers.
+
+Markers are set here from what a test uses, so they tell the truth: `acceptance` by path,
+`docker`, `rootless` and `prometheus` by fixture (`slow` is set by the modules themselves).
+Under pytest-xdist (`--dist loadgroup`, as scripts/test runs) each module is one group, so a
+module's shared gate runs once, and every test of a container engine is in one group: the engines,
+images and system users that their session fixtures set up are never raced by two workers.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,3 +39,36 @@ def project(tmp_path: Path) -> Path:
 def manifest_current() -> dict[str, Any]:
     """A failing run's manifest, valid against the current schema."""
     return load_current()
+
+
+ACCEPTANCE = Path(__file__).parent / "acceptance"
+ENGINE_GROUP = "container-engines"
+# A marker and the fixtures whose use sets it; a fixture here pulls in every one it depends on.
+MARKER_FIXTURES = {
+    "docker": {"docker_client"},
+    "rootless": {"rootless_host"},
+    "prometheus": {"prometheus", "pushgateway"},
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if ACCEPTANCE in item.path.parents:
+            item.add_marker(pytest.mark.acceptance)
+        used = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in MARKER_FIXTURES.items():
+            if used & fixtures:
+                item.add_marker(marker)
+        engine = item.get_closest_marker("docker") or item.get_closest_marker("rootless")
+        group = ENGINE_GROUP if engine else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The whole run's wall time, set-up included, when scripts/test started the clock."""
+    started = os.environ.get("REPRO_GATE_TEST_STARTED")
+    if started:
+        seconds = time.time() - float(started)
+        terminalreporter.write_line(
+            f"scripts/test: {seconds / 60:.1f} min in all (install, ruff, mypy, pytest)"
+        )

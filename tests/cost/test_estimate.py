@@ -37,9 +37,7 @@ from repro_gate.cost.plan import (
     ARM_DETERMINISTIC,
     ARM_NO_FILL,
     CostPlan,
-    max_steps,
     plan,
-    reference_steps,
 )
 from repro_gate.errors import ConfigError
 from repro_gate.probe import read_trajectory
@@ -83,40 +81,6 @@ def drifting(speedup: float, total: int, noise: float = 0.0) -> StepTime:
 def valid(cost: dict[str, Any]) -> list[str]:
     document = json.loads(MANIFEST.read_text(encoding="utf-8"))
     return validation.errors("manifest", {**document, "cost": cost})
-
-
-# --- the design ----------------------------------------------------------------------------------
-
-def test_the_plan_starts_in_the_default_arm_and_reverses_every_other_round() -> None:
-    design = plan(CostConfig(warmup=3, block_steps=4, blocks=4))
-    assert design.arms == (ARM_DETERMINISTIC, ARM_DEFAULT)
-    assert design.warmup == (ARM_DEFAULT, ARM_DETERMINISTIC, ARM_DEFAULT)
-    assert design.blocks == (ARM_DEFAULT, ARM_DETERMINISTIC, ARM_DETERMINISTIC, ARM_DEFAULT) * 2
-    assert (design.census, design.timed_steps, design.steps) == ((), 35, 35)
-
-    breakdown = plan(CostConfig(warmup=0, block_steps=2, blocks=2, breakdown=True))
-    assert breakdown.arms == (ARM_DETERMINISTIC, ARM_NO_FILL, ARM_DEFAULT)
-    assert breakdown.blocks == (ARM_DEFAULT, ARM_NO_FILL, ARM_DETERMINISTIC,
-                                ARM_DETERMINISTIC, ARM_NO_FILL, ARM_DEFAULT)
-    assert breakdown.census == (ARM_DETERMINISTIC, ARM_DEFAULT)
-    assert breakdown.steps == 12 + 4
-
-
-def test_the_gate_caps_the_cost_run_at_cost_steps_only() -> None:
-    # The probe ends the run at the end of its plan, whose blocks it may lengthen.
-    assert max_steps(CostConfig(warmup=3, block_steps=4, blocks=6)) == 0
-    assert max_steps(CostConfig(warmup=3, block_steps=4, blocks=6, steps=20)) == 20
-    assert json.loads(plan(CostConfig(block_seconds=0.5)).to_env())["block_seconds"] == 0.5
-
-
-def test_the_reference_trains_long_enough_for_the_longest_blocks() -> None:
-    # Blocks of 0.25 s at no less than 0.2 ms a step: 1250 steps; 2 arms of `blocks` blocks
-    # after 5 warm-up steps.
-    blocks = CostConfig().blocks
-    assert reference_steps(CostConfig()) == 5 + blocks * 2 * 1250
-    assert reference_steps(CostConfig(block_seconds=0, block_steps=4)) == 5 + blocks * 2 * 4
-    assert reference_steps(CostConfig(breakdown=True)) == 5 + (blocks * 3 + 2) * 1250
-    assert reference_steps(CostConfig(steps=300)) == 300
 
 
 # --- the interval --------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from repro_gate.launch.docker import device_requests
 from repro_gate.launch.host_paths import PathTranslator, own_container_id
 
 CONTAINER = "3f" * 32
@@ -53,13 +52,3 @@ def test_paths_map_through_the_longest_mount() -> None:
 def test_on_the_host_paths_are_their_own_host_paths() -> None:
     assert PathTranslator(None).host_path(Path("/srv/ws/runs/A")) == "/srv/ws/runs/A"
 
-
-def test_gpu_requests_follow_the_docker_cli() -> None:
-    (every,) = device_requests("all")
-    (two,) = device_requests(2)
-    (chosen,) = device_requests(["0", "GPU-8f2a"])
-
-    assert (every["Count"], every["Capabilities"]) == (-1, [["gpu"]])
-    assert (two["Count"], two["DeviceIDs"]) == (2, [])
-    assert (chosen["DeviceIDs"], chosen["Count"]) == (["0", "GPU-8f2a"], 0)
-    assert device_requests("none") == [] and device_requests(0) == []

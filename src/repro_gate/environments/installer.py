@@ -34,6 +34,7 @@ _UNREACHABLE = ("connection refused", "dns error", "error resolving dns",
                 "temporary failure in name resolution", "network is unreachable",
                 "no route to host", "failed to establish a new connection", "tcp connect error")
 MAX_EXPLANATION_LINES = 40  # of a tool's explanation kept in the record
+WIDE_COLUMNS = "100000"  # no tool wraps a line of its explanation
 
 
 def uv_binary() -> Path | None:
@@ -51,8 +52,9 @@ def run_tool(argv: Sequence[str | os.PathLike[str]], cwd: Path) -> subprocess.Co
     """Run a package tool to completion, output captured (a signal kills it on the way out)."""
     environ = without_credentials(os.environ)
     # Plain, stable output to read the error from; no pager or prompt can block a CI job.
+    # uv wraps its explanations at COLUMNS, which would leave a fragment as the last line.
     environ.update(NO_COLOR="1", UV_NO_PROGRESS="1", PIP_NO_INPUT="1",
-                   PIP_DISABLE_PIP_VERSION_CHECK="1")
+                   PIP_DISABLE_PIP_VERSION_CHECK="1", COLUMNS=WIDE_COLUMNS)
     return subprocess.run([str(arg) for arg in argv], cwd=cwd, env=environ, text=True,
                           capture_output=True, check=False)
 

@@ -1,5 +1,5 @@
-"""The resume check's comparison and the state it names, from state records as the probe
-writes them (`resume_state.jsonl`) and trajectories of runs A and R."""
+"""Which state a resume did not restore, from the state records of runs A and R as the probe
+writes them (`resume_state.jsonl`) and the input digests of their trajectories."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ from typing import Any
 
 import pytest
 
-from repro_gate.compare.missing_state import GENERATORS, SENTENCES, decide, sentence
-from repro_gate.compare.resume import ResumeEvidence, ResumePoint, compare_resume, not_run
-from repro_gate.compare.run_pair import RunSide
-from repro_gate.config import CompareConfig, ToleranceConfig
+from repro_gate.compare.missing_state import GENERATORS, PRECEDENCE, SENTENCES, decide, sentence
 
 
 def state(step: int, **changes: Any) -> dict[str, Any]:
@@ -98,46 +95,29 @@ def test_every_kind_and_generator_has_its_sentence() -> None:
             {"kind": "rng", "generator": generator}).replace("CUDA", "cuda")
 
 
-def evidence(r_steps: list[dict[str, Any]], states_r: list[dict[str, Any]] | None = None,
-             artifacts_r: dict[str, Any] | None = None) -> ResumeEvidence:
-    a_steps = [step(n) for n in range(1, 6)]
-    states_a = [state(n) for n in range(1, 6)]
-    return ResumeEvidence(RunSide("A", a_steps, {}), RunSide("R", r_steps, artifacts_r or {}),
-                          {0: states_a}, {0: states_r or states_a})
+def test_among_generators_torch_comes_first_then_cuda_numpy_random() -> None:
+    a = {0: [state(n) for n in range(1, 4)]}
+    r = {0: [state(1), state(2), state(3, random="r", numpy="n", cuda="c")]}
+    assert decide(a, r, {}, {}, resume_step=2) == {"kind": "rng", "generator": "cuda"}
+    r = {0: [state(1), state(2), state(3, random="r", numpy="n")]}
+    assert decide(a, r, {}, {}, resume_step=2)["generator"] == "numpy"
 
 
-POINT = ResumePoint(2, "/work/ckpt.pt")
+def test_the_first_differing_step_decides_even_when_a_later_one_differs_more() -> None:
+    a = {0: [state(n) for n in range(1, 6)]}
+    r = {0: [state(1), state(2), state(3), state(4, grad_scale=2.0),
+             state(5, params="x", grad_scale=2.0)]}
+    assert decide(a, r, {}, {}, resume_step=2) == {"kind": "grad_scaler", "generator": None}
 
 
-def test_a_resumed_run_equal_to_a_is_the_same() -> None:
-    # The probe stopped R at step 3's start; the resumed process recorded step 3 again.
-    r_steps = [step(1), step(2), step(3, loss=9.0), step(3), step(4), step(5)]
-    result = compare_resume(evidence(r_steps), POINT, ToleranceConfig(), CompareConfig())
-    assert result == {"status": "same", "resume_step": 2, "checkpoint": "/work/ckpt.pt",
-                      "first_divergence": None, "missing_state": None,
-                      "note": "resumed after step 2, run R matches run A bitwise (5 steps and"
-                              " the artifacts)"}
+def test_a_step_recorded_twice_keeps_its_last_record() -> None:
+    # Run R's first process recorded step 3 before it stopped; the resumed one, again.
+    a = {0: [state(n) for n in range(1, 4)]}
+    r = {0: [state(1), state(2), state(3, params="stale"), state(3, buffers="fresh")]}
+    assert decide(a, r, {}, {}, resume_step=2) == {"kind": "buffers", "generator": None}
 
 
-def test_a_resumed_run_that_diverges_is_changed_and_names_the_missing_state() -> None:
-    r_steps = [step(1), step(2), step(3, loss=2.0), step(4, loss=2.0), step(5, loss=2.0)]
-    states_r = [state(1), state(2), state(3, torch="reseeded"), state(4), state(5)]
-    result = compare_resume(evidence(r_steps, states_r), POINT, ToleranceConfig(),
-                            CompareConfig())
-    assert result["status"] == "changed"
-    assert result["first_divergence"] == {"step": 3, "rank": 0, "cause": "forward"}
-    assert result["missing_state"] == {"kind": "rng", "generator": "torch"}
-    assert result["note"] == "resumed after step 2, run R first differs at step 3"
-
-
-def test_a_resumed_run_that_stops_early_is_changed() -> None:
-    result = compare_resume(evidence([step(1), step(2), step(3)]), POINT, ToleranceConfig(),
-                            CompareConfig())
-    assert result["status"] == "changed"
-    assert "different number of steps" in result["note"]
-
-
-def test_not_run_says_why() -> None:
-    assert not_run("runs A and B did not agree") == {
-        "status": "not_run", "resume_step": None, "checkpoint": None, "first_divergence": None,
-        "missing_state": None, "note": "runs A and B did not agree"}
+def test_precedence_is_the_order_of_a_training_step_s_state() -> None:
+    assert [str(kind) for kind in PRECEDENCE] == [
+        "parameters", "buffers", "rng", "data_order", "lr_schedule", "grad_scaler",
+        "optimizer_state", "unknown"]

@@ -1,0 +1,110 @@
+"""Collecting a run's artifacts from its run directory and its working copy, with real files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from repro_gate import notices
+from repro_gate.config.model import DEFAULT_RUN_DIR_GLOBS, DEFAULT_WORKDIR_GLOBS
+from repro_gate.gate.collect import collect, globs_for
+from repro_gate.gate.workcopy import WORK_SUBDIR
+from repro_gate.probe import PROBE_SUBDIR
+
+
+def write(path: Path, text: str = "x") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_configured_globs_apply_to_both_places_and_defaults_differ() -> None:
+    assert globs_for(["*.json"]) == (["*.json"], ["*.json"])
+    assert globs_for(None) == (list(DEFAULT_RUN_DIR_GLOBS), list(DEFAULT_WORKDIR_GLOBS))
+    assert globs_for([]) == (list(DEFAULT_RUN_DIR_GLOBS), list(DEFAULT_WORKDIR_GLOBS))
+
+
+def test_defaults_take_every_run_file_but_only_checkpoints_of_the_working_copy(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "metrics.json")
+    write(tmp_path / "nested" / "out.bin")
+    write(tmp_path / PROBE_SUBDIR / "trajectory.jsonl")
+    write(tmp_path / WORK_SUBDIR / "model.pt")
+    write(tmp_path / WORK_SUBDIR / "checkpoints" / "last.pt")  # not at the copy's top
+    write(tmp_path / WORK_SUBDIR / "notes.txt")
+
+    collection = collect(tmp_path, None)
+
+    assert [a.rel_path for a in collection.artifacts] == ["metrics.json", "model.pt",
+                                                          "nested/out.bin"]
+    by_rel = {a.rel_path: a.path for a in collection.artifacts}
+    assert by_rel["model.pt"] == tmp_path / WORK_SUBDIR / "model.pt"
+    assert collection.unmatched_globs == []
+    assert collection.outside == []
+
+
+def test_a_run_directory_file_wins_over_the_working_copy_file_of_the_same_path(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "model.pt", "from the run directory")
+    write(tmp_path / WORK_SUBDIR / "model.pt", "from the working copy")
+
+    collection = collect(tmp_path, ["*.pt"])
+
+    assert len(collection.artifacts) == 1
+    assert collection.artifacts[0].path.read_text() == "from the run directory"
+
+
+def test_a_configured_glob_that_matches_nothing_is_reported(tmp_path: Path) -> None:
+    write(tmp_path / WORK_SUBDIR / "checkpoints" / "last.pt")
+
+    collection = collect(tmp_path, ["checkpoints/*.pt", "*.safetensors"])
+
+    assert [a.rel_path for a in collection.artifacts] == ["checkpoints/last.pt"]
+    assert collection.unmatched_globs == ["*.safetensors"]
+
+
+def test_a_glob_does_not_reach_the_probe_files_or_the_working_copy_from_the_top(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / PROBE_SUBDIR / "status.json")
+    write(tmp_path / WORK_SUBDIR / "notes.txt")
+
+    collection = collect(tmp_path, ["**/*.json"])
+
+    assert collection.artifacts == []
+    assert collection.unmatched_globs == ["**/*.json"]
+
+
+def test_a_symlink_out_of_the_run_is_reported_and_never_collected(tmp_path: Path) -> None:
+    secret = write(tmp_path / "elsewhere" / "secret.pt")
+    run_dir = tmp_path / "run"
+    write(run_dir / "model.pt")
+    os.symlink(secret, run_dir / "stolen.pt")
+    said: list[str] = []
+
+    with notices.sent_to(said.append):
+        collection = collect(run_dir, ["*.pt"])
+
+    assert [a.rel_path for a in collection.artifacts] == ["model.pt"]
+    assert collection.outside == [run_dir / "stolen.pt"]
+    assert said == [f"repro-gate: warning: {run_dir / 'stolen.pt'} leads outside the run"
+                    " directory (symlink); not collected"]
+
+
+def test_a_symlink_inside_the_run_is_not_collected_twice(tmp_path: Path) -> None:
+    write(tmp_path / "model.pt")
+    os.symlink(tmp_path / "model.pt", tmp_path / "alias.pt")
+
+    collection = collect(tmp_path, ["*.pt"])
+
+    assert [a.rel_path for a in collection.artifacts] == ["model.pt"]
+    assert collection.outside == []
+
+
+def test_a_missing_run_directory_collects_nothing(tmp_path: Path) -> None:
+    collection = collect(tmp_path / "absent", ["*.pt"])
+
+    assert collection.artifacts == []
+    assert collection.unmatched_globs == ["*.pt"]

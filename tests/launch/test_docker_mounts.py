@@ -1,0 +1,141 @@
+"""What a training container sees of the gate's files, and as which user (mount lists computed
+from paths; no daemon)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from repro_gate.errors import ErrorKind, GateError
+from repro_gate.launch.base import PythonEnvironment, RunSpec
+from repro_gate.launch.docker_mounts import (
+    CONTAINER_PYTHON_PATH,
+    NOBODY,
+    bind,
+    container_argv_item,
+    default_user,
+    make_writable_for,
+    run_mounts,
+)
+from repro_gate.launch.host_paths import PathTranslator
+
+ON_HOST = PathTranslator(None)
+
+
+def spec(tmp_path: Path, **extra: Any) -> RunSpec:
+    base = RunSpec("A", "deterministic", ["python", "train.py"], tmp_path / "out" / "A" / "work",
+                   tmp_path / "out" / "A", {}, None, tmp_path / "out" / "A.log",
+                   [tmp_path / "probe" / "inject"], workspace=tmp_path / "ws")
+    return dataclasses.replace(base, **extra)
+
+
+def summary(mounts: list[Any]) -> list[tuple[str, str, str, bool]]:
+    return [(m["Target"], m["Source"], m["Type"], m["ReadOnly"]) for m in mounts]
+
+
+def test_the_workspace_is_read_only_and_the_run_directory_writable(tmp_path: Path) -> None:
+    run = spec(tmp_path, reference_trajectory=tmp_path / "out" / "A0" / "probe",
+               python_environment=PythonEnvironment(Path("/opt/env"), volume="repro-gate-env-1"))
+
+    mounts = run_mounts(run, tmp_path / "staging", ON_HOST)
+
+    ws, run_dir, work = tmp_path / "ws", tmp_path / "out" / "A", tmp_path / "out" / "A" / "work"
+    reference = tmp_path / "out" / "A0" / "probe"
+    assert summary(mounts.mounts) == [
+        (str(ws), str(ws), "bind", True),
+        (str(run_dir), str(run_dir), "bind", False),
+        (str(work), str(work), "bind", False),
+        (str(reference), str(reference), "bind", True),
+        ("/opt/env", "repro-gate-env-1", "volume", True),
+        (f"{CONTAINER_PYTHON_PATH}/0", str(tmp_path / "probe" / "inject"), "bind", True),
+    ]
+    assert mounts.python_path == [f"{CONTAINER_PYTHON_PATH}/0"]
+
+
+def test_without_a_working_copy_the_workdir_is_the_read_only_workspace(tmp_path: Path) -> None:
+    run = spec(tmp_path, workspace=None, workdir=tmp_path / "ws", python_path=[])
+
+    mounts = run_mounts(run, tmp_path / "staging", ON_HOST)
+
+    assert [m["Target"] for m in mounts.mounts] == [str(tmp_path / "ws"),
+                                                   str(tmp_path / "out" / "A")]
+
+
+def test_probe_folders_the_host_cannot_see_are_copied_where_it_can(tmp_path: Path) -> None:
+    inject = tmp_path / "site" / "inject"
+    (inject / "__pycache__").mkdir(parents=True)
+    (inject / "sitecustomize.py").write_text("# probe\n", encoding="utf-8")
+    (inject / "__pycache__" / "x.pyc").write_bytes(b"")
+    staging = tmp_path / "out" / ".A.python-path"
+    translator = PathTranslator([(str(tmp_path / "out"), "/host/out"),
+                                 (str(tmp_path / "ws"), "/host/ws")])
+
+    mounts = run_mounts(spec(tmp_path, python_path=[inject]), staging, translator)
+
+    assert (staging / "0" / "sitecustomize.py").is_file()
+    assert not (staging / "0" / "__pycache__").exists()
+    assert summary(mounts.mounts)[-1] == (f"{CONTAINER_PYTHON_PATH}/0",
+                                          "/host/out/.A.python-path/0", "bind", True)
+    assert summary(mounts.mounts)[0][1] == "/host/ws"
+
+
+def test_a_path_the_docker_host_cannot_see_is_a_docker_error(tmp_path: Path) -> None:
+    translator = PathTranslator([("/github/workspace", "/home/runner/work")])
+
+    with pytest.raises(GateError) as raised:
+        bind(translator, tmp_path / "elsewhere", "/x", read_only=True)
+
+    assert raised.value.kind == ErrorKind.DOCKER
+    assert "is not on a volume the Docker host can see" in raised.value.message
+
+
+def test_arguments_naming_probe_files_name_them_where_they_are_mounted(tmp_path: Path) -> None:
+    run = spec(tmp_path, python_path=[tmp_path / "probe" / "inject", tmp_path / "reference"])
+    mounted = [f"{CONTAINER_PYTHON_PATH}/0", f"{CONTAINER_PYTHON_PATH}/1"]
+
+    assert container_argv_item(str(tmp_path / "reference" / "train.py"), run, mounted) == (
+        f"{CONTAINER_PYTHON_PATH}/1/train.py")
+    assert container_argv_item("--epochs", run, mounted) == "--epochs"
+    assert container_argv_item(str(tmp_path / "ws" / "t.py"), run, mounted) == str(
+        tmp_path / "ws" / "t.py")
+
+
+def test_the_training_runs_as_the_workspace_owner_never_as_root(tmp_path: Path) -> None:
+    owned = tmp_path / "owned"
+    owned.mkdir()
+    info = owned.stat()
+
+    expected = NOBODY if info.st_uid == 0 else f"{info.st_uid}:{info.st_gid}"
+    assert default_user(owned) == expected
+    assert default_user(tmp_path / "missing") == NOBODY
+
+
+def test_a_user_name_opens_the_run_directory_up_for_writing(tmp_path: Path) -> None:
+    run_dir = tmp_path / "A"
+    (run_dir / "work").mkdir(parents=True)
+    (run_dir / "work" / "train.py").write_text("x\n", encoding="utf-8")
+    (run_dir / "work").chmod(0o755)
+    (run_dir / "work" / "train.py").chmod(0o644)
+
+    make_writable_for(run_dir, "trainer")
+
+    assert stat.S_IMODE((run_dir / "work").stat().st_mode) == 0o777
+    assert stat.S_IMODE((run_dir / "work" / "train.py").stat().st_mode) == 0o666
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user needs root")
+def test_a_numeric_user_is_given_the_run_directory(tmp_path: Path) -> None:
+    run_dir = tmp_path / "A"
+    (run_dir / "work").mkdir(parents=True)
+    (run_dir / "work" / "model.pt").write_bytes(b"")
+
+    make_writable_for(run_dir, "1000:1001")
+
+    for path in (run_dir, run_dir / "work", run_dir / "work" / "model.pt"):
+        assert (path.stat().st_uid, path.stat().st_gid) == (1000, 1001)
+    assert default_user(run_dir) == "1000:1001"  # and the next run runs as that owner

@@ -211,3 +211,17 @@ def test_states_are_read_per_rank_up_to_a_partial_line(tmp_path: Path) -> None:
     (directory / probe.RESUME_STATE_FILE).write_text('{"step": 1}\n[1]\n{"step": 2}\n{"ste')
 
     assert states(tmp_path) == {0: [{"step": 1}, {"step": 2}], 1: []}
+
+
+def test_a_resume_command_that_fails_before_its_probe_loads_is_an_error_not_a_change(
+        tmp_path: Path) -> None:
+    """The first process's stop, left in the shared run folder, is not the resumed one's."""
+    config = config_in(tmp_path, ResumeConfig(after=2, command="false"))
+    launcher = ScriptedLauncher([stopped_at_checkpoint, lambda spec: RunOutcome(1, 0.1)])
+
+    with pytest.raises(GateError) as raised:
+        check(config, launcher, run_a(tmp_path), empty_comparison(ToleranceConfig()),
+              lambda name: print)
+
+    assert raised.value.kind is ErrorKind.RUN_FAILED
+    assert raised.value.message.startswith("run R (resumed) exited with code 1 (log: ")

@@ -96,7 +96,7 @@ def _note(result: ResumeComparison, steps: int, failing: list[str], shorter: boo
         where.append(f"first differs at step {divergence['step']}"
                      + (f" on rank {divergence['rank']}" if divergence["rank"] else ""))
     if shorter:
-        where.append("run R took a different number of steps")
+        where.append("took a different number of steps")
     if failing:
         where.append(f"{', '.join(failing)} differ")
     return f"{resumed}, run R {'; '.join(where) or 'differs'}"

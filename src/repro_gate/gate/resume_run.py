@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -109,23 +110,30 @@ def resume_argv(config: Config, launcher: Launcher) -> list[str]:
 
 
 def _run(launcher: Launcher, spec: RunSpec, sink: LineSink) -> RunOutcome:
+    started = time.time()
     with progress.watching_run(spec, sink):
         outcome = launcher.run(spec, sink)
     label = f"run {spec.name}" + (" (resumed)" if spec.log_path.name == RESUMED_LOG else "")
     if outcome.timed_out:
         raise GateError(f"{label} timed out after {outcome.wall_seconds:.1f} s and was killed"
                         f" (log: {spec.log_path})", kind=ErrorKind.TIMEOUT)
-    if outcome.exit_code not in (0, probe.STOP_EXIT_CODE) and not _stopped(spec.run_dir):
+    if outcome.exit_code not in (0, probe.STOP_EXIT_CODE) and not _stopped(spec.run_dir, started):
         raise GateError(f"{label} exited with code {outcome.exit_code} (log: {spec.log_path})",
                         kind=ErrorKind.RUN_FAILED, detail=training_run.log_tail(spec.log_path))
     return outcome
 
 
-def _stopped(run_dir: Path) -> bool:
-    """Whether the probe stopped some rank on purpose (torchrun then exits 1 itself)."""
+def _stopped(run_dir: Path, since: float) -> bool:
+    """Whether the probe stopped some rank of this process on purpose (torchrun then exits 1
+    itself). The resumed process shares the run folder: the first process's stop, written
+    before `since`, says nothing of a resume command that crashed before the probe loaded."""
     ranks = probe.recorded_ranks(run_dir) or [0]
-    return any(isinstance(status := probe.read_json(run_dir, probe.STATUS_FILE, rank), dict)
-               and status.get("stopped") for rank in ranks)
+    for rank in ranks:
+        path = probe.probe_output_dir(run_dir) / probe.rank_file(probe.STATUS_FILE, rank)
+        status = probe.read_json(run_dir, probe.STATUS_FILE, rank)
+        if isinstance(status, dict) and status.get("stopped") and path.stat().st_mtime >= since:
+            return True
+    return False
 
 
 def _resume_point(spec: RunSpec, outcome: RunOutcome, after: int) -> ResumePoint:

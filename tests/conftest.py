@@ -59,11 +59,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for marker, fixtures in MARKER_FIXTURES.items():
             if used & fixtures:
                 item.add_marker(marker)
-        engine = item.get_closest_marker("docker") or item.get_closest_marker("rootless")
-        group = ENGINE_GROUP if engine else item.nodeid.split("::")[0]
+        group = ENGINE_GROUP if _uses_an_engine(item) else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
+    # Longest first (scripts/test keeps this order): the engines' group, then the other
+    # acceptance modules, then the unit tests, so that no long module starts last.
+    items.sort(key=lambda item: (not _uses_an_engine(item), ACCEPTANCE not in item.path.parents))
 
 
+def _uses_an_engine(item: pytest.Item) -> bool:
+    return bool(item.get_closest_marker("docker") or item.get_closest_marker("rootless"))
+
+
+@pytest.hookimpl(trylast=True)  # after the twenty slowest tests
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """The whole run's wall time, set-up included, when scripts/test started the clock."""
     started = os.environ.get("REPRO_GATE_TEST_STARTED")

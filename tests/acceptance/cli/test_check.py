@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
-from helpers.gate_cli import check, script
+from helpers.gate_cli import Result, check, script
+from helpers.paths import TRAININGS
 
 from repro_gate import validation
 
@@ -13,6 +15,7 @@ PARAMETERS = ["encoder.weight", "encoder.bias", "head.weight", "head.bias"]
 
 
 def test_deterministic_script_passes_bitwise(project: Path) -> None:
+    # Its own gate: the default gate's runs (A, B, cost), with no noise floor.
     result = check(project, *script("deterministic.py"))
     assert result.exit_code == 0, result.stdout + result.stderr
     manifest = result.manifest
@@ -35,6 +38,7 @@ def test_deterministic_script_passes_bitwise(project: Path) -> None:
 
 
 def test_unseeded_script_fails_because_the_gate_no_longer_seeds_it(project: Path) -> None:
+    # Its own gate: the same training without the gate's seed.
     result = check(project, *script("unseeded.py"))
     assert result.exit_code == 1, result.stdout + result.stderr
     manifest = result.manifest
@@ -46,8 +50,19 @@ def test_unseeded_script_fails_because_the_gate_no_longer_seeds_it(project: Path
     assert not (project / "model.pt").exists()
 
 
-def test_unseeded_script_passes_when_the_gate_is_asked_to_seed_it(project: Path) -> None:
-    result = check(project, "--seed", "0", *script("unseeded.py"))
+@pytest.fixture(scope="module")
+def seeded_by_the_gate(tmp_path_factory: pytest.TempPathFactory) -> Result:
+    """unseeded.py seeded by the gate, with the noise floor's two default-mode runs: one gate
+    for what the seed fixes (runs A and B) and what it does not (the other runs)."""
+    project = tmp_path_factory.mktemp("seeded-by-the-gate")
+    for training in TRAININGS.glob("*.py"):
+        shutil.copy(training, project / training.name)
+    return check(project, "--noise-floor", "--seed", "0", *script("unseeded.py"))
+
+
+def test_unseeded_script_passes_when_the_gate_is_asked_to_seed_it(
+        seeded_by_the_gate: Result) -> None:
+    result = seeded_by_the_gate
     assert result.exit_code == 0, result.stdout + result.stderr
     manifest = result.manifest
     assert manifest["verdict"] == "pass"
@@ -73,6 +88,7 @@ def test_unseeded_script_passes_when_the_gate_is_asked_to_seed_it(project: Path)
 def test_nondeterminism_seeding_cannot_fix_fails_at_the_right_step(
     project: Path, name: str, step: int, parameters: list[str] | None, cause: str
 ) -> None:
+    # A gate per training: each breaks reproducibility in its own way.
     result = check(project, *script(name))
     assert result.exit_code == 1, result.stdout + result.stderr
     manifest = result.manifest
@@ -97,6 +113,7 @@ def test_nondeterminism_seeding_cannot_fix_fails_at_the_right_step(
 
 
 def test_without_fail_fast_the_checkpoints_are_compared_too(project: Path) -> None:
+    # Its own gate: run B goes on past the divergence, and the checkpoints differ bitwise.
     result = check(project, "--no-fail-fast", "--no-cost", *script("urandom_noise.py"))
     assert result.exit_code == 1
     manifest = result.manifest
@@ -109,6 +126,7 @@ def test_without_fail_fast_the_checkpoints_are_compared_too(project: Path) -> No
 
 
 def test_put_op_is_reported_at_its_file_and_line(project: Path) -> None:
+    # Its own gate: the op under the default determinism (warn), which passes.
     result = check(project, *script("put_op.py"))
     manifest = result.manifest
     assert manifest["verdict"] == "pass"  # put_ without duplicate indices gives equal results
@@ -123,6 +141,7 @@ def test_put_op_is_reported_at_its_file_and_line(project: Path) -> None:
 
 
 def test_strict_determinism_fails_on_the_op(project: Path) -> None:
+    # Its own gate: under strict determinism the op raises and the gate fails.
     result = check(project, "--determinism", "strict", "--resume-after", "2",
                    *script("put_op.py"))
     assert result.exit_code == 1, result.stdout + result.stderr
@@ -137,6 +156,7 @@ def test_strict_determinism_fails_on_the_op(project: Path) -> None:
 
 
 def test_tolerance_turns_a_small_difference_into_a_pass(project: Path) -> None:
+    # Its own gate: the tolerance decides its artifacts' comparison.
     result = check(project, "--no-fail-fast", "--no-cost", "--tolerance", "atol=1e-2,rtol=0",
                    "--artifacts", "model.pt", *script("urandom_noise.py"))
     manifest = result.manifest
@@ -147,13 +167,15 @@ def test_tolerance_turns_a_small_difference_into_a_pass(project: Path) -> None:
     assert artifact["tolerance"] == {"atol": 0.01, "rtol": 0.0}
 
 
-def test_noise_floor_compares_two_default_mode_runs(project: Path) -> None:
+def test_noise_floor_compares_two_default_mode_runs(
+        project: Path, seeded_by_the_gate: Result) -> None:
     # Seeded by the gate only, the default-mode runs start from different weights: they
     # differ from step 1.
-    noisy = check(project, "--noise-floor", "--seed", "0", *script("unseeded.py")).manifest
+    noisy = seeded_by_the_gate.manifest
     assert [r["name"] for r in noisy["runs"]] == ["A", "B", "cost", "default", "default2"]
     assert noisy["noise_floor"] == {"first_divergent_step": 1, "steps_compared": 1,
                                     "runs": ["default", "default2"]}
+    # Its own gate: the gate of test_deterministic_script_passes_bitwise runs no noise floor.
     quiet = check(project, "--noise-floor", *script("deterministic.py")).manifest
     assert quiet["noise_floor"] == {"first_divergent_step": None, "steps_compared": 6,
                                     "runs": ["default", "default2"]}

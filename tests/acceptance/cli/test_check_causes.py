@@ -54,6 +54,7 @@ def first_divergence(result: Result) -> dict[str, Any]:
 def test_the_cause_of_the_first_divergence_is_named(
     project: Path, training: str, step: int, cause: str, evidence: dict[str, Any],
 ) -> None:
+    # A gate per training: each breaks reproducibility in one place of its own.
     result = check(project, "--no-cost", "--runs", "2", *script(training))
 
     divergence = first_divergence(result)
@@ -66,6 +67,7 @@ def test_the_cause_of_the_first_divergence_is_named(
 
 
 def test_rank_1_input_is_named_although_ddp_spreads_it_to_rank_0(project: Path) -> None:
+    # Its own gate: the one training here under torchrun.
     # Under DDP the all-reduce gives rank 0 different gradients at step 3 too (a `backward`
     # look on rank 0); the evidence starts on rank 1, whose input differs.
     result = check(project, "--no-cost", "--runs", "2", "--", *TORCHRUN, "cause_rank1_input.py")

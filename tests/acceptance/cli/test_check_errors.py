@@ -76,6 +76,7 @@ def test_command_not_found(tmp_path: Path) -> None:
 
 
 def test_command_exits_non_zero_shows_the_last_20_log_lines(project: Path) -> None:
+    # Its own gate: a training that crashes.
     result = check(project, *script("crash.py"))
     assert_clean_error(result, "run A (deterministic) exited with code 1")
     # The log has 31 lines: the last 20 are epochs 11 to 29 and the error.
@@ -88,6 +89,7 @@ def test_command_exits_non_zero_shows_the_last_20_log_lines(project: Path) -> No
 
 
 def test_timeout_kills_the_whole_process_group(project: Path) -> None:
+    # Its own gate: a training that outlasts the timeout.
     result = check(project, "--timeout", "3", *script("sleeper.py"))
     assert_clean_error(result, "run A (deterministic) timed out after")
     manifest = assert_error_manifest(result, "timeout")
@@ -105,12 +107,14 @@ def _is_zombie(pid: str) -> bool:
 
 
 def test_artifact_glob_matching_nothing(project: Path) -> None:
+    # Its own gate: a glob no file of run A matches.
     result = check(project, "--artifacts", "checkpoints/*.pt", *script("deterministic.py"))
     assert_clean_error(result, "artifact glob 'checkpoints/*.pt' matched no file in run A")
     assert_error_manifest(result, "no_artifacts")
 
 
 def test_corrupt_checkpoint(project: Path) -> None:
+    # Its own gate: a training that writes a checkpoint torch cannot read.
     result = check(project, *script("corrupt_checkpoint.py"))
     assert_clean_error(result, "cannot read checkpoint model.pt")
     assert_error_manifest(result, "checkpoint_unreadable")
@@ -137,6 +141,7 @@ def test_env_flag_needs_key_and_value(tmp_path: Path) -> None:
 
 
 def test_user_env_reaches_the_training(project: Path) -> None:
+    # Its own gate: a training that records its environment, in every kind of run.
     (project / "show_env.py").write_text(
         "import os, json\n"
         "path = os.path.join(os.environ['REPRO_GATE_RUN_DIR'], 'env.json')\n"

@@ -38,6 +38,7 @@ def assert_probe_not_loaded(result: Result, *needles: str) -> dict:
 
 
 def test_an_isolated_python_with_artifacts_passes_from_artifacts_only(project: Path) -> None:
+    # Its own gate: python -I, with an artifact to compare.
     result = check(project, "--no-cost", "-a", "model.pt", "--", PYTHON, "-I", "isolated.py")
     manifest = assert_passed(result)
     assert manifest["evidence"] == {"probe_loaded": False, "steps_observed": False}
@@ -58,6 +59,7 @@ def test_an_isolated_python_with_artifacts_passes_from_artifacts_only(project: P
 
 
 def test_an_isolated_python_without_artifacts_is_probe_not_loaded(project: Path) -> None:
+    # Its own gate: python -I, with nothing to compare.
     result = check(project, "--no-cost", "--", PYTHON, "-I", "isolated.py", "--no-save")
     assert_probe_not_loaded(result, "python -I ignores PYTHONPATH", "drop -I",
                             "or compare files only (`artifacts:`, -a GLOB)")
@@ -77,10 +79,12 @@ def test_an_isolated_python_without_artifacts_is_probe_not_loaded(project: Path)
 def test_a_python_that_skips_the_probe_is_named(
     project: Path, command: list[str], needle: str
 ) -> None:
+    # A gate per command: each keeps the probe out in its own way.
     assert_probe_not_loaded(check(project, "--no-cost", *command), needle)
 
 
 def test_a_training_without_an_optimizer_passes_from_artifacts_only(project: Path) -> None:
+    # Its own gate: a training that updates its weights by hand.
     result = check(project, "--no-cost", "--", PYTHON, "hand_update.py")
     manifest = assert_passed(result)
     assert [run["steps"] for run in manifest["runs"]] == [0, 0]
@@ -91,6 +95,7 @@ def test_a_training_without_an_optimizer_passes_from_artifacts_only(project: Pat
 
 
 def test_a_shell_script_training_is_judged_by_its_file(project: Path) -> None:
+    # Two gates of shell scripts (no torch): one with a file to compare, one without.
     (project / "train.sh").write_text("printf 'weights 1\\n' > model.bin\n")
     manifest = assert_passed(check(project, "--no-cost", "-a", "model.bin", "--", "sh", "train.sh"))
     assert manifest["evidence"] == {"probe_loaded": False, "steps_observed": False}
@@ -102,6 +107,7 @@ def test_a_shell_script_training_is_judged_by_its_file(project: Path) -> None:
 
 
 def test_an_observed_training_passes_without_a_qualifier(project: Path) -> None:
+    # Its own gate: the one training here that the probe observes step by step.
     result = check(project, "--no-cost", "--", PYTHON, "deterministic.py")
     manifest = assert_passed(result)
     assert manifest["evidence"] == {"probe_loaded": True, "steps_observed": True}
@@ -110,6 +116,7 @@ def test_an_observed_training_passes_without_a_qualifier(project: Path) -> None:
 
 
 def test_a_shell_script_whose_file_differs_fails_from_artifacts_only(project: Path) -> None:
+    # Its own gate: a shell script whose file differs run to run.
     (project / "noisy.sh").write_text("od -An -N8 -tx8 /dev/urandom > model.bin\n")
     result = check(project, "--no-cost", "-a", "model.bin", "--", "sh", "noisy.sh")
     assert result.exit_code == 1, result.stdout + result.stderr

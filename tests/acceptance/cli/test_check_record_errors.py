@@ -33,6 +33,7 @@ def gate(project: Path, *args: str):
 
 def test_a_manifest_that_fails_its_schema_is_replaced_by_a_valid_error_record(
         tmp_path: Path) -> None:
+    # Its own gate: runs that leave an alert the manifest cannot hold.
     result = gate(tmp_path, "alert")
     manifest = assert_one_line_error(result, "manifest_invalid", "manifest.invalid.json")
     assert len(manifest["reasons"]) == 1
@@ -40,6 +41,7 @@ def test_a_manifest_that_fails_its_schema_is_replaced_by_a_valid_error_record(
 
 
 def test_a_manifest_that_cannot_be_written_is_exit_2_with_one_line(tmp_path: Path) -> None:
+    # Its own gate: runs that leave a directory where the manifest goes.
     out = tmp_path / "repro-gate-out"
     result = gate(tmp_path, "block", str(out))
     output = result.stdout + result.stderr

@@ -39,6 +39,7 @@ def seeding_of(manifest: dict) -> dict:
 def test_an_unseeded_training_that_differs_run_to_run_fails_naming_the_line_to_add(
     project: Path,
 ) -> None:
+    # Its own gate: the unseeded training, not seeded by the gate either.
     # Without the gate, twice: the checkpoints differ. The gate must not say otherwise.
     digests = set()
     for _ in range(2):
@@ -71,6 +72,7 @@ def test_an_unseeded_training_that_differs_run_to_run_fails_naming_the_line_to_a
 
 
 def test_with_seed_the_gate_seeds_and_every_report_says_so(project: Path) -> None:
+    # Its own gate: the unseeded training, seeded by the gate.
     result = check(project, "--no-cost", "--seed", "3", *script("mnist_unseeded.py"))
     assert result.exit_code == 0, result.stdout + result.stderr
     manifest = result.manifest
@@ -94,6 +96,7 @@ def test_with_seed_the_gate_seeds_and_every_report_says_so(project: Path) -> Non
 
 
 def test_a_training_that_seeds_itself_passes_and_its_seeding_is_recorded(project: Path) -> None:
+    # Its own gate: a training that seeds itself.
     result = check(project, "--no-cost", *script("mnist_seeded.py"))
     assert result.exit_code == 0, result.stdout + result.stderr
     manifest = result.manifest
@@ -116,6 +119,7 @@ def test_a_training_that_seeds_itself_passes_and_its_seeding_is_recorded(project
 
 
 def test_settings_the_training_applies_itself_are_recorded_as_its_own(project: Path) -> None:
+    # Its own gate: a training that applies determinism settings itself.
     result = check(project, "--no-cost", "--env", "PYTHONHASHSEED=0",
                    *script("mnist_sets_determinism.py"))
     assert result.exit_code == 0, result.stdout + result.stderr

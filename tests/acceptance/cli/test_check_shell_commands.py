@@ -21,6 +21,7 @@ def assert_passed(result: Result) -> dict:
 
 
 def test_a_chain_runs_the_prep_step_then_the_training(project: Path) -> None:
+    # Its own gate: a chain of two programs.
     command = f"{PYTHON} prepare_data.py && {PYTHON} train_on_prepared.py"
 
     result = check(project, "--no-cost", "--command", command)
@@ -37,6 +38,7 @@ def test_a_chain_runs_the_prep_step_then_the_training(project: Path) -> None:
 
 
 def test_a_variable_prefix_a_pipe_and_a_redirection_work(project: Path) -> None:
+    # Its own gate: a command string of shell syntax.
     (project / ".repro-gate.yml").write_text(
         f"command: GREETING=hello {PYTHON} print_environment.py 2>&1 | grep GREETING > seen.txt\n"
         "cost: {enabled: false}\n"
@@ -50,6 +52,7 @@ def test_a_variable_prefix_a_pipe_and_a_redirection_work(project: Path) -> None:
 
 
 def test_a_failing_first_step_fails_the_run_with_its_exit_code(project: Path) -> None:
+    # Its own gate: a chain whose first program fails.
     result = check(project, "--command", f"false && {PYTHON} deterministic.py")
 
     manifest = assert_one_line_error(result, "run_failed",
@@ -67,6 +70,7 @@ def test_a_missing_program_in_a_string_is_command_not_found(project: Path) -> No
 
 
 def test_an_argv_list_passes_shell_words_literally(project: Path) -> None:
+    # Its own gate: a command list from the config file.
     (project / ".repro-gate.yml").write_text(
         f"command: [{sys.executable}, print_arguments.py, '&&', touch, made-by-a-shell, '$HOME']\n"
         "cost: {enabled: false}\n"
@@ -82,6 +86,7 @@ def test_an_argv_list_passes_shell_words_literally(project: Path) -> None:
 
 
 def test_arguments_after_the_double_dash_run_without_a_shell(project: Path) -> None:
+    # Its own gate: arguments after `--`.
     result = check(project, "--no-cost", "--", sys.executable, "print_arguments.py", "a;b", "|")
 
     assert_passed(result)

@@ -41,6 +41,7 @@ STATUS = re.compile(r"^\[(?P<run>[AB])\] repro-gate: step (?P<steps>\d+)(?: of (
 
 def test_a_silent_training_gets_status_lines_with_steps_and_rate(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its own gate: a training that prints nothing for seconds.
     shutil.copy(TRAININGS / "tiny.py", tmp_path / "tiny.py")
     (tmp_path / "train.py").write_text(SILENT)
     monkeypatch.setenv(ENV_STATUS_SECONDS, "1")

@@ -15,6 +15,7 @@ DDP_PARAMETERS = [f"module.{name}" for name in
 
 
 def test_deterministic_torchrun_ddp_passes_with_both_ranks_compared(project: Path) -> None:
+    # Its own gate: a deterministic training under torchrun.
     result = check(project, "--no-cost", "--", *TORCHRUN, "torchrun_ddp.py")
     assert result.exit_code == 0, result.stdout + result.stderr
     manifest = result.manifest
@@ -33,6 +34,7 @@ def test_deterministic_torchrun_ddp_passes_with_both_ranks_compared(project: Pat
 
 
 def test_torchrun_rank1_noise_fails_on_rank_1_at_step_3(project: Path) -> None:
+    # Its own gate: a training under torchrun whose rank 1 adds noise.
     result = check(project, "--no-cost", "--", *TORCHRUN, "torchrun_rank1_noise.py")
     assert result.exit_code == 1, result.stdout + result.stderr
     manifest = result.manifest
@@ -46,6 +48,7 @@ def test_torchrun_rank1_noise_fails_on_rank_1_at_step_3(project: Path) -> None:
 
 
 def test_mp_spawn_ddp_is_observed_on_both_ranks(project: Path) -> None:
+    # Its own gate: a training started by mp.spawn.
     result = check(project, "--no-cost", "--", sys.executable, "spawn_ddp.py")
     assert result.exit_code == 0, result.stdout + result.stderr
     manifest = result.manifest

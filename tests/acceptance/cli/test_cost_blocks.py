@@ -59,6 +59,7 @@ def assert_blocks_of(steps: list[dict[str, Any]], length: int) -> None:
 
 
 def test_the_probe_lengthens_the_blocks_of_a_quick_training(project: Path) -> None:
+    # Its own gate: steps quick enough that the blocks are lengthened.
     (project / "pausing.py").write_text(TRAINING)
     result = check(project, *DESIGN, "--", sys.executable, "pausing.py", "0")
     assert result.exit_code == 0, result.stdout + result.stderr
@@ -88,6 +89,7 @@ def test_the_probe_lengthens_the_blocks_of_a_quick_training(project: Path) -> No
 
 
 def test_the_probe_keeps_the_planned_blocks_of_a_slow_training(project: Path) -> None:
+    # Its own gate: steps slow enough that the blocks keep their planned length.
     (project / "pausing.py").write_text(TRAINING)
     result = check(project, *DESIGN, "--", sys.executable, "pausing.py", "0.03")
     assert result.exit_code == 0, result.stdout + result.stderr
@@ -103,6 +105,7 @@ def test_the_probe_keeps_the_planned_blocks_of_a_slow_training(project: Path) ->
 
 
 def test_the_reference_cost_run_reaches_its_full_plan(project: Path) -> None:
+    # Its own gate: the embedded reference training, with longer blocks.
     # The reference trains 6 steps in runs A and B; its cost run trains as long as the plan the
     # probe makes, whatever the length of its blocks, and the probe stops it there.
     result = check(project, "--steps", "6", *DESIGN, "--cost-block-seconds", "0.05")
@@ -127,6 +130,7 @@ train_rank(*torchrun_rank(), steps=60)
 def test_ranks_of_a_process_group_keep_the_planned_blocks_and_stop_together(
     project: Path,
 ) -> None:
+    # Its own gate: two ranks under torchrun.
     # Each rank would time its own steps and could plan another end: a rank that stopped first
     # would leave the others waiting in a collective. In a process group the plan stays as is.
     (project / "ddp_long.py").write_text(DDP_TRAINING)

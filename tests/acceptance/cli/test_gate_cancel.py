@@ -74,6 +74,7 @@ SIGNALS = [signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
 def test_a_signal_cancels_the_gate_and_every_process_of_the_run(
     project: Path, sig: signal.Signals, run: str
 ) -> None:
+    # A gate per signal and run: a gate is cancelled only once.
     output_dir = project / "repro-gate-out"
     # An older passing manifest must not survive the cancel.
     output_dir.mkdir()

@@ -1,12 +1,17 @@
 """Golden trajectories as a user works with them: a real git repository, real tiny trainings,
-`repro-gate check` compares run A with the golden file, `repro-gate bless` writes it."""
+`repro-gate check` compares run A with the golden file, `repro-gate bless` writes it.
+
+The first gate of the tiny training is blessed once for the module, and a pull request's branch
+that reorders its sum is gated once; each test changes a copy of one of them."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -44,17 +49,6 @@ torch.save(net.state_dict(), "model.pt")
 def commit(repo: Path, message: str) -> None:
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", message)
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    repo = tmp_path / "project"
-    repo.mkdir()
-    git(repo, "init", "-q")
-    (repo / ".gitignore").write_text("repro-gate-out/\n")
-    (repo / "train.py").write_text(training())
-    commit(repo, "Train")
-    return repo
 
 
 def run(repo: Path, command: str, *args: str, env: dict[str, str] | None = None
@@ -118,9 +112,62 @@ def blessed(repo: Path, env: dict[str, str] | None = None) -> Path:
     return path
 
 
-def test_a_refactor_keeps_the_numerics_and_a_reordered_sum_changes_them_by_the_code(
-        project: Path) -> None:
-    golden_file = blessed(project)
+def new_project(folder: Path) -> Path:
+    """A git repository in `folder` whose one commit holds the tiny training."""
+    repo = folder / "project"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / ".gitignore").write_text("repro-gate-out/\n")
+    (repo / "train.py").write_text(training())
+    commit(repo, "Train")
+    return repo
+
+
+def copy_of(repo: Path, folder: Path) -> Path:
+    """A copy of `repo` (its history and the last gate's output directory) in `folder`, for a
+    test to change; the original stays as the module's fixture left it (the copied manifest
+    still names the original's run directories, which `bless` reads)."""
+    return Path(shutil.copytree(repo, folder / "project", symlinks=True))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return new_project(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def blessed_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One repository's first gate, blessed and committed: the repository and its golden file.
+    Tests copy it (`copy_of`) before they change anything."""
+    repo = new_project(tmp_path_factory.mktemp("blessed"))
+    return repo, blessed(repo).relative_to(repo)
+
+
+@dataclass
+class Gate:
+    """A gate's repository, what the command returned and the manifest it wrote."""
+
+    repo: Path
+    done: subprocess.CompletedProcess[str]
+    manifest: dict
+
+
+@pytest.fixture(scope="module")
+def reordered(blessed_repo: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+              ) -> Gate:
+    """A pull request's branch (`reorder`) of the blessed repository whose training sums the
+    squared errors in reverse, and its gate against the golden file of `main`."""
+    repo = copy_of(blessed_repo[0], tmp_path_factory.mktemp("reordered"))
+    git(repo, "checkout", "-q", "-b", "reorder")
+    (repo / "train.py").write_text(training(REORDERED_SUM))
+    commit(repo, "Sum the squared errors in reverse")
+    done, manifest = check(repo)
+    return Gate(repo, done, manifest)
+
+
+def test_a_refactor_keeps_the_numerics(blessed_repo: tuple[Path, Path], tmp_path: Path) -> None:
+    project = copy_of(blessed_repo[0], tmp_path)
+    golden_file = project / blessed_repo[1]
 
     (project / "train.py").write_text(REFACTORED)
     commit(project, "Refactor the training")
@@ -135,9 +182,9 @@ def test_a_refactor_keeps_the_numerics_and_a_reordered_sum_changes_them_by_the_c
     assert (golden["steps_compared"], golden["artifacts_compared"]) == (5, 1)
     assert f"numerics unchanged against `{golden['path']}`" in done.stdout
 
-    (project / "train.py").write_text(training(REORDERED_SUM))
-    commit(project, "Sum the squared errors in reverse")
-    done, manifest = check(project)
+
+def test_a_reordered_sum_changes_the_numerics_by_the_code(reordered: Gate) -> None:
+    done, manifest = reordered.done, reordered.manifest
     assert done.returncode == 1, done.stdout + done.stderr
     assert manifest["verdict"] == "fail"
     assert manifest["reasons"][0]["code"] == "numerics_changed"
@@ -151,7 +198,10 @@ def test_a_refactor_keeps_the_numerics_and_a_reordered_sum_changes_them_by_the_c
     assert golden["loss_delta"][2]["delta"] != 0.0
     assert "numerics changed against" in done.stdout and "at step 3 (forward)" in done.stdout
 
-    # Under a tolerance that admits the reordering, the change is reported and the gate passes.
+
+def test_a_tolerance_that_admits_the_reordering_reports_the_change_and_passes(
+        reordered: Gate, tmp_path: Path) -> None:
+    project = copy_of(reordered.repo, tmp_path)
     (project / ".repro-gate.yml").write_text(
         "golden:\n  tolerance:\n    loss: {rtol: 1.0e-4}\n"
         "    tensors: {rtol: 1.0e-4, atol: 1.0e-6}\n")
@@ -160,7 +210,10 @@ def test_a_refactor_keeps_the_numerics_and_a_reordered_sum_changes_them_by_the_c
     assert golden_of(manifest)["status"] == "within_tolerance"
     assert "numerics within tolerance of" in done.stdout
 
-    # `on_change: warn`: a change beyond the tolerance is reported, and the gate passes.
+
+def test_on_change_warn_reports_a_change_beyond_the_tolerance_and_passes(
+        reordered: Gate, tmp_path: Path) -> None:
+    project = copy_of(reordered.repo, tmp_path)
     (project / ".repro-gate.yml").write_text("golden:\n  on_change: warn\n")
     done, manifest = check(project)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -170,14 +223,12 @@ def test_a_refactor_keeps_the_numerics_and_a_reordered_sum_changes_them_by_the_c
 
 
 def test_a_pull_request_that_carries_its_new_golden_file_passes_and_shows_the_change(
-        project: Path) -> None:
-    golden_file = blessed(project)
-    git(project, "checkout", "-q", "-b", "reorder")
-    (project / "train.py").write_text(training(REORDERED_SUM))
-    commit(project, "Sum the squared errors in reverse")
-    done, _ = check(project)
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert bless(project) == golden_file  # the re-blessing, reviewed with the pull request
+        blessed_repo: tuple[Path, Path], reordered: Gate, tmp_path: Path) -> None:
+    # The branch's gate failed on the numerics alone: its runs are blessed, and reviewed with
+    # the pull request.
+    assert reordered.done.returncode == 1, reordered.done.stdout + reordered.done.stderr
+    project = copy_of(reordered.repo, tmp_path)
+    assert bless(project) == project / blessed_repo[1]
     commit(project, "Bless the new numerics")
 
     done, manifest = check(project, env={"GITHUB_BASE_REF": "main"})
@@ -195,6 +246,7 @@ def test_a_pull_request_that_carries_its_new_golden_file_passes_and_shows_the_ch
 
 def test_a_lock_change_with_the_same_code_is_put_down_to_the_environment(
         project: Path, tmp_path: Path) -> None:
+    # Its own gates: a training that imports numlib, blessed under numlib 1.0.
     sites = {}
     for version, scale in (("1.0", "1.0"), ("2.0", "1.5")):
         site = tmp_path / f"site-{version}"
@@ -219,8 +271,10 @@ def test_a_lock_change_with_the_same_code_is_put_down_to_the_environment(
     assert "caused by the environment" in done.stdout
 
 
-def test_another_machine_class_has_no_golden_file_unless_one_is_named(project: Path) -> None:
-    golden_file = blessed(project)
+def test_another_machine_class_has_no_golden_file_unless_one_is_named(
+        blessed_repo: tuple[Path, Path], tmp_path: Path) -> None:
+    project = copy_of(blessed_repo[0], tmp_path)
+    golden_file = project / blessed_repo[1]
     document = json.loads(golden_file.read_text())
     document["machine_class"] = "gpu-h100-x8"
     other = golden_file.with_name("gpu-h100-x8.json")
@@ -251,6 +305,7 @@ def test_another_machine_class_has_no_golden_file_unless_one_is_named(project: P
 
 
 def test_bless_refuses_a_gate_whose_runs_did_not_reproduce(project: Path) -> None:
+    # Its own gate: the only training here whose runs do not reproduce.
     (project / "train.py").write_text(training().replace(
         "targets = torch.randn(64, 1)", "import os\ntargets = torch.randn(64, 1)"
         " + int.from_bytes(os.urandom(2), 'little') * 1e-6"))

@@ -1,11 +1,14 @@
 """Attribution when both the software and the code changed since the golden file's commit: the
 gate rebuilds the golden file's lock (real environments from a local wheel folder, layered over
-the interpreter that has torch) and runs the pull request's code there once, as run G."""
+the interpreter that has torch) and runs the pull request's code there once, as run G.
+
+The first gate (numlib 1.0) is blessed once for the module; each test changes a copy of it."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -38,19 +41,42 @@ def interpreter(root: Path, wheel: Path) -> Path:
     return root / "bin" / "python"
 
 
-@pytest.fixture
-def setup(tmp_path: Path) -> dict:
-    wheels = tmp_path / "wheels"
+@pytest.fixture(scope="module")
+def blessed_setup(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Interpreters with numlib 1.0 and 2.0, and a repository whose training (numlib 1.0, the
+    plain sum) is gated, blessed and committed, once for the module."""
+    tmp = tmp_path_factory.mktemp("rebuild")
+    wheels = tmp / "wheels"
     found = {v: make_wheel(wheels, "numlib", v, f"SCALE = {s}\n") for v, s in SCALES.items()}
-    pythons = {v: interpreter(tmp_path / f"python-numlib-{v}", w) for v, w in found.items()}
-    repo = tmp_path / "project"
+    pythons = {v: interpreter(tmp / f"python-numlib-{v}", w) for v, w in found.items()}
+    repo = tmp / "project"
     repo.mkdir()
     git(repo, "init", "-q")
     (repo / ".gitignore").write_text("repro-gate-out/\n")
-    (repo / ".repro-gate.yml").write_text(
+    setup = {"repo": repo, "wheels": wheels, "pythons": pythons, "tmp": tmp}
+    write_config(setup)
+    write_project(setup, "1.0", SUM)
+    commit(repo, "Train with numlib 1.0")
+    first = run(setup, "1.0", "check")
+    assert first.returncode == 0, first.stdout + first.stderr
+    blessed = run(setup, "1.0", "bless")
+    assert blessed.returncode == 0, blessed.stdout + blessed.stderr
+    commit(repo, "Bless the golden trajectory")
+    return setup
+
+
+@pytest.fixture
+def setup(blessed_setup: dict, tmp_path: Path) -> dict:
+    """A copy of the blessed repository for one test, with environments cached in its own
+    folder (the interpreters and wheels are the module's)."""
+    repo = Path(shutil.copytree(blessed_setup["repo"], tmp_path / "project", symlinks=True))
+    return {**blessed_setup, "repo": repo, "tmp": tmp_path}
+
+
+def write_config(setup: dict) -> None:
+    (setup["repo"] / ".repro-gate.yml").write_text(
         "upgrade:\n  inherit_site_packages: true\n"
-        f"  cache_dir: {json.dumps(str(tmp_path / 'env-cache'))}\n")
-    return {"repo": repo, "wheels": wheels, "pythons": pythons, "tmp": tmp_path}
+        f"  cache_dir: {json.dumps(str(setup['tmp'] / 'env-cache'))}\n")
 
 
 def gate_env(python: Path, tmp: Path) -> dict[str, str]:
@@ -83,14 +109,9 @@ def write_project(setup: dict, version: str, total: str) -> None:
 
 
 def changed_both(setup: dict, total: str) -> tuple[subprocess.CompletedProcess[str], dict]:
-    """Bless with numlib 1.0, then bump numlib to 2.0 and change the code to `total`."""
-    write_project(setup, "1.0", SUM)
-    commit(setup["repo"], "Train with numlib 1.0")
-    first = run(setup, "1.0", "check")
-    assert first.returncode == 0, first.stdout + first.stderr
-    blessed = run(setup, "1.0", "bless")
-    assert blessed.returncode == 0, blessed.stdout + blessed.stderr
-    commit(setup["repo"], "Bless the golden trajectory")
+    """From the blessed repository (numlib 1.0), bump numlib to 2.0 and change the code to
+    `total`; the gate of that commit."""
+    write_config(setup)  # this test's own environment cache
     write_project(setup, "2.0", total)
     commit(setup["repo"], "Upgrade numlib and touch the training")
     done = run(setup, "2.0", "check")

@@ -66,6 +66,7 @@ def localise(project: Path, variant: str) -> Any:
 
 
 def test_a_module_adding_entropy_is_named_by_the_localisation_run(project: Path) -> None:
+    # Its own gate: the variant whose module adds the entropy.
     manifest, divergence = forward_divergence(
         project, *script("localise_noisy_module.py"), "plain")
     assert divergence["module"] == "body.1"
@@ -85,6 +86,7 @@ def test_a_module_adding_entropy_is_named_by_the_localisation_run(project: Path)
 
 
 def test_entropy_added_outside_the_modules_names_no_module(project: Path) -> None:
+    # Its own gate: the training that adds its entropy in the loss.
     _, divergence = forward_divergence(project, *script("localise_noisy_loss.py"))
     assert divergence["module"] is None
     localisation = divergence["localisation"]
@@ -93,6 +95,7 @@ def test_entropy_added_outside_the_modules_names_no_module(project: Path) -> Non
 
 
 def test_a_crashed_localisation_run_leaves_the_verdict_alone(project: Path) -> None:
+    # Its own gate: the training whose third process (run L) crashes.
     manifest, divergence = forward_divergence(
         project, *script("localise_crash_third_run.py"))
     assert divergence["module"] is None
@@ -105,6 +108,7 @@ def test_a_crashed_localisation_run_leaves_the_verdict_alone(project: Path) -> N
 
 
 def test_a_passing_gate_starts_no_localisation_run(project: Path) -> None:
+    # Its own gate: the variant without entropy, which reproduces.
     result = check(project, "--no-cost", *script("localise_noisy_module.py"), "quiet")
     manifest = result.manifest
     assert manifest["verdict"] == "pass", result.stdout + result.stderr
@@ -114,7 +118,8 @@ def test_a_passing_gate_starts_no_localisation_run(project: Path) -> None:
 
 
 def test_a_backward_divergence_whose_modules_all_reproduce_stays_backward(project: Path) -> None:
-    # Noise added to a gradient after backward(): run L finds every module reproducible.
+    # Its own gate. Noise added to a gradient after backward(): run L finds every module
+    # reproducible.
     result = check(project, "--no-cost", *script("urandom_noise.py"))
     manifest = result.manifest
     assert manifest["verdict"] == "fail", result.stdout + result.stderr
@@ -129,7 +134,8 @@ def test_a_backward_divergence_whose_modules_all_reproduce_stays_backward(projec
 def test_a_tiny_change_of_a_module_output_is_named_forward_every_time(project: Path) -> None:
     # From step 5 `body.1` adds a constant in [0, 1e-7) from os.urandom; the loss rounds to the
     # same bits in both runs. Each gate must name the forward pass and the module, whether the
-    # model's output showed the change or only the gradients did.
+    # model's output showed the change or only the gradients did. Five gates of one training on
+    # purpose: each draws other noise, and which of the two shows it is chance.
     for _ in range(5):
         result = check(project, "--no-cost", *script("cause_tiny_forward.py"))
         assert result.exit_code == 1, result.stdout + result.stderr

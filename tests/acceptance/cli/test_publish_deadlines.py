@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socketserver
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from helpers.gate_cli import script
+from helpers.paths import TRAININGS
 
 DEADLINE = 3
 SLACK = 4  # process start and exit, the manifest's second write
@@ -62,8 +66,8 @@ class TrickleHandler(socketserver.BaseRequestHandler):
                 return
 
 
-@pytest.fixture
-def trickle() -> Iterator[Trickle]:
+@contextmanager
+def serving() -> Iterator[Trickle]:
     server = Trickle()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -73,6 +77,12 @@ def trickle() -> Iterator[Trickle]:
         server.stopping.set()
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def trickle() -> Iterator[Trickle]:
+    with serving() as server:
+        yield server
 
 
 def clean_environment(**extra: str) -> dict[str, str]:
@@ -91,6 +101,7 @@ def run(workdir: Path, env: dict[str, str], *args: str) -> tuple[subprocess.Comp
 
 
 def test_slow_pushgateway_cannot_hold_the_gate(project: Path, trickle: Trickle) -> None:
+    # Its own gate: the one whose Pushgateway trickles.
     (project / ".repro-gate.yml").write_text(
         f"metrics:\n  pushgateway_url: {trickle.url}\n  timeout: {DEADLINE}\n"
     )
@@ -111,18 +122,57 @@ def test_slow_pushgateway_cannot_hold_the_gate(project: Path, trickle: Trickle) 
     assert retry in completed.stderr
 
 
+@dataclass
+class Gate:
+    """A finished gate: its command, when it exited, when the server got each request, and
+    where its manifest is."""
+
+    completed: subprocess.CompletedProcess[str]
+    exited: float
+    requests: list[float]
+    manifest_path: Path
+
+
+@pytest.fixture(scope="module")
+def slow_github(tmp_path_factory: pytest.TempPathFactory) -> Gate:
+    """A gate in Actions whose GitHub API trickles its answers; metrics are not configured."""
+    project = tmp_path_factory.mktemp("slow-github")
+    for training in TRAININGS.glob("*.py"):
+        shutil.copy(training, project / training.name)
+    event = tmp_path_factory.mktemp("event") / "event.json"
+    event.write_text("{}")
+    with serving() as trickle:
+        env = clean_environment(
+            GITHUB_ACTIONS="true",
+            GITHUB_API_URL=trickle.url,
+            GITHUB_REPOSITORY="octo-org/trainer",
+            GITHUB_SHA="6dcb09b5b57875f334f61aebed695e2e4193db5e",
+            GITHUB_EVENT_NAME="push",
+            GITHUB_EVENT_PATH=str(event),
+            GITHUB_RUN_ID="1",
+            GITHUB_SERVER_URL="https://github.com",
+            **{"INPUT_GITHUB-TOKEN": "ghs_trickle_token_0123456789"},
+        )
+        completed, exited = run(project, env, "check", "--quiet", "--report-timeout",
+                                str(DEADLINE), *script("deterministic.py"))
+        requests = list(trickle.requests)
+    return Gate(completed, exited, requests, project / "repro-gate-out" / "manifest.json")
+
+
 def test_push_command_names_the_flag_once_and_exits_2_with_the_retry(
-    project: Path, trickle: Trickle
+    slow_github: Gate, trickle: Trickle, tmp_path: Path
 ) -> None:
-    (project / ".repro-gate.yml").write_text("metrics: {timeout: 30}\n")
-    completed, _ = run(project, clean_environment(), "check", "--quiet",
-                       *script("deterministic.py"))
+    # A passing gate's manifest, copied (a push records its outcome in it): the gate of the slow
+    # GitHub API, whose metrics have the default deadline of 30 s.
+    completed = slow_github.completed
     assert completed.returncode == 0, completed.stderr
-    manifest_path = project / "repro-gate-out" / "manifest.json"
+    manifest_path = tmp_path / "manifest.json"
+    shutil.copy(slow_github.manifest_path, manifest_path)
+    assert json.loads(manifest_path.read_text())["config"]["metrics"]["timeout"] == 30
 
     for flag in ("--pushgateway-url", "--url"):  # --url: the hidden old name
         began = time.monotonic()
-        completed, exited = run(project, clean_environment(), "push", "--manifest",
+        completed, exited = run(tmp_path, clean_environment(), "push", "--manifest",
                                 str(manifest_path), flag, trickle.url, "--metrics-timeout", "2")
         assert completed.returncode == 2, completed.stderr
         assert exited - began < 2 + SLACK
@@ -131,33 +181,19 @@ def test_push_command_names_the_flag_once_and_exits_2_with_the_retry(
         assert line.endswith(
             f"`repro-gate push --manifest {manifest_path} --pushgateway-url {trickle.url}`"
         )
-    help_text = run(project, clean_environment(), "push", "--help")[0].stdout
+    help_text = run(tmp_path, clean_environment(), "push", "--help")[0].stdout
     assert "--pushgateway-url" in help_text and "--url" not in help_text.replace(
         "--pushgateway-url", "")
 
 
-def test_slow_github_cannot_hold_the_gate(project: Path, trickle: Trickle, tmp_path: Path) -> None:
-    event = tmp_path / "event.json"
-    event.write_text("{}")
-    env = clean_environment(
-        GITHUB_ACTIONS="true",
-        GITHUB_API_URL=trickle.url,
-        GITHUB_REPOSITORY="octo-org/trainer",
-        GITHUB_SHA="6dcb09b5b57875f334f61aebed695e2e4193db5e",
-        GITHUB_EVENT_NAME="push",
-        GITHUB_EVENT_PATH=str(event),
-        GITHUB_RUN_ID="1",
-        GITHUB_SERVER_URL="https://github.com",
-        **{"INPUT_GITHUB-TOKEN": "ghs_trickle_token_0123456789"},
-    )
-    completed, exited = run(project, env, "check", "--quiet", "--report-timeout", str(DEADLINE),
-                            *script("deterministic.py"))
+def test_slow_github_cannot_hold_the_gate(slow_github: Gate) -> None:
+    completed = slow_github.completed
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert trickle.requests, "the gate never reached the API"
+    assert slow_github.requests, "the gate never reached the API"
     # Two phases (the check run at the start, the results at the end), each one deadline.
-    assert exited - trickle.requests[-1] < DEADLINE + SLACK
+    assert slow_github.exited - slow_github.requests[-1] < DEADLINE + SLACK
 
-    manifest_path = project / "repro-gate-out" / "manifest.json"
+    manifest_path = slow_github.manifest_path
     reporting = json.loads(manifest_path.read_text())["reporting"]
     assert reporting["ok"] is False
     assert reporting["retry"] == f"repro-gate report --manifest {manifest_path}"

@@ -17,6 +17,7 @@ TRAINING = ("--", sys.executable, "resume_train.py")
 
 
 def test_a_training_that_restores_everything_resumes_the_same(project: Path) -> None:
+    # Its own gate: the one resume through --resume-command, and the one that restores all.
     result = check(project, *RESUME, "--resume-command",
                    f"{sys.executable} resume_train.py && echo resumed-by-the-resume-command",
                    *TRAINING)
@@ -48,6 +49,7 @@ def test_a_training_that_restores_everything_resumes_the_same(project: Path) -> 
 def test_a_resume_that_forgets_a_state_fails_naming_it(
     project: Path, forget: str, kind: str, generator: str | None
 ) -> None:
+    # A gate per case: a gate resumes one run R, and each case forgets another state in it.
     result = check(project, *RESUME, *TRAINING, "--forget", forget)
     assert result.exit_code == 1, result.stdout + result.stderr
     manifest = result.manifest
@@ -62,12 +64,14 @@ def test_a_resume_that_forgets_a_state_fails_naming_it(
 
 
 def test_no_checkpoint_after_the_resume_step_is_an_error(project: Path) -> None:
+    # Its own gate: the only training here that writes no checkpoint.
     result = check(project, *RESUME, *TRAINING, "--no-checkpoint")
     assert_one_line_error(result, "no_checkpoint",
                           "run R wrote no checkpoint at or after step 2 (resume.after)")
 
 
 def test_a_torchrun_ddp_training_resumes_on_both_ranks(project: Path) -> None:
+    # Its own gate: the only training here under torchrun, two ranks resumed.
     result = check(project, *RESUME, "--", *TORCHRUN, "resume_ddp.py")
     assert result.exit_code == 0, result.stdout + result.stderr
     manifest = result.manifest
@@ -79,6 +83,7 @@ def test_a_torchrun_ddp_training_resumes_on_both_ranks(project: Path) -> None:
 
 
 def test_runs_that_do_not_agree_leave_the_resume_unchecked(project: Path) -> None:
+    # Its own gate: the only training here whose runs A and B differ.
     result = check(project, "--no-cost", "--resume-after", "1", "--", sys.executable,
                    "unseeded.py")
     assert result.exit_code == 1, result.stdout + result.stderr

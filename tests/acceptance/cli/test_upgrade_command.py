@@ -1,21 +1,26 @@
 """`repro-gate upgrade` end to end, as a user runs it: real uv, real environments built from
-the local wheel index (tests/helpers/upgrade_index.py), a real tiny torch training in each."""
+the local wheel index (tests/helpers/upgrade_index.py), a real tiny torch training in each.
+
+The checks of the harmless upgrade run once, in turn on one project (`harmless`); each other
+test is a scenario of its own, on its own project and environment cache."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers.upgrade_index import PackageIndex, tree_digest
+from helpers.upgrade_index import PackageIndex, Templates, tree_digest
 
 from repro_gate import validation
 from repro_gate.launch.progress import ENV_STATUS_SECONDS
@@ -74,6 +79,7 @@ def trainer(make_project: Callable[[str], Path]) -> Path:
 
 def test_the_package_that_changes_the_numerics_is_named_alone(
         trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    # Its own check: every package upgraded, and the culprit search that finds numlib.
     lock_before = (trainer / "uv.lock").read_bytes()
     done = upgrade(trainer, package_index, env_cache, "--upgrade")
     assert done.returncode == 1, done.stdout + done.stderr
@@ -103,28 +109,73 @@ def test_the_package_that_changes_the_numerics_is_named_alone(
     assert kept.is_file() and 'version = "1.1"' in kept.read_text()
 
 
+@dataclass
+class Upgrade:
+    """One `repro-gate upgrade` of the harmless sequence and what it left."""
+
+    done: subprocess.CompletedProcess[str]
+    seconds: float
+    document: dict  # upgrade.json
+    lock: str  # the project's uv.lock afterwards
+    files: set[Path]  # the files in the output directory afterwards, resolved
+
+
+@pytest.fixture(scope="module")
+def harmless(templates: Templates, package_index: PackageIndex,
+             tmp_path_factory: pytest.TempPathFactory) -> dict[str, Upgrade]:
+    """`--upgrade-package harmless` on one project with one environment cache, in turn: the
+    first check, the same check again, again once the code is edited, again where the report
+    cannot be written, and again with --write-lock. What each returned and wrote."""
+    folder = tmp_path_factory.mktemp("harmless")
+    trainer, env_cache = templates.copy("uv-project", folder), folder / "envs"
+    write_training(trainer)
+
+    def check(*args: str) -> Upgrade:
+        started = time.monotonic()
+        done = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless",
+                       *args)
+        seconds = time.monotonic() - started
+        files = {path.resolve() for path in (trainer / "repro-gate-out").rglob("*")
+                 if path.is_file()}
+        return Upgrade(done, seconds, report(trainer), (trainer / "uv.lock").read_text(), files)
+
+    checks = {"first": check(), "again": check()}
+    # the code changed: the gates run again
+    (trainer / "train.py").write_text((trainer / "train.py").read_text() + "\n# edited\n")
+    checks["edited"] = check()
+    # upgrade.md cannot be written once the verdict is decided: a directory holds its name.
+    blocked = trainer / "repro-gate-out" / "upgrade.md"
+    blocked.unlink()  # the report of the checks before
+    (blocked / "in-the-way").mkdir(parents=True)
+    checks["blocked"] = check()
+    shutil.rmtree(blocked)
+    checks["write_lock"] = check("--write-lock")
+    return checks
+
+
 def test_a_harmless_upgrade_is_same_reuses_environments_and_writes_the_lock(
-        trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
-    first = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless")
-    assert first.returncode == 0, first.stdout + first.stderr
-    document = report(trainer)
+        harmless: dict[str, Upgrade]) -> None:
+    first = harmless["first"]
+    assert first.done.returncode == 0, first.done.stdout + first.done.stderr
+    document = first.document
     assert document["verdict"] == "same"
     assert document["numerics"]["status"] == "same"
     assert {change["name"] for change in document["changes"]} == {"harmless", "leaf"}
     assert document["culprits"] == [] and document["culprit_search"]["status"] == "not_needed"
-    again = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless",
-                    "--write-lock")
-    assert again.returncode == 0, again.stdout + again.stderr
-    document = report(trainer)
+    again = harmless["write_lock"]
+    assert again.done.returncode == 0, again.done.stdout + again.done.stderr
+    document = again.document
     assert document["baseline"]["environment"]["reused"] is True
     assert document["candidate"]["environment"]["reused"] is True
     # --write-lock: the candidate replaces the project's lock, for the weekly pull request
-    assert 'name = "harmless"\nversion = "1.1"' in (trainer / "uv.lock").read_text()
+    assert 'name = "harmless"\nversion = "1.1"' in again.lock
+    assert 'name = "harmless"\nversion = "1.1"' not in first.lock
 
 
 def test_a_candidate_that_makes_the_training_nondeterministic_is_not_reproducible(
         make_project: Callable[[str], Path], package_index: PackageIndex,
         env_cache: Path) -> None:
+    # Its own check: the project that uses noisy.
     project = make_project("uv-noisy")
     write_training(project, noisy=True)
     done = upgrade(project, package_index, env_cache, "--upgrade-package", "noisy")
@@ -138,6 +189,7 @@ def test_a_candidate_that_makes_the_training_nondeterministic_is_not_reproducibl
 
 def test_a_broken_candidate_is_an_error_before_the_baseline_runs(
         trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    # Its own check: a candidate lock that cannot be built.
     broken = trainer / "broken.lock"
     text = (trainer / "uv.lock").read_text()
     broken.write_text(text.replace('name = "numlib"\nversion = "1.0"',
@@ -174,6 +226,7 @@ def test_missing_lock_and_missing_candidate_are_one_line_errors(
 
 def test_a_change_within_the_upgrade_tolerance_is_same(
         trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    # Its own check: numlib's upgrade, under a tolerance.
     done = upgrade(trainer, package_index, env_cache, "--upgrade-package", "numlib",
                    "--upgrade-tolerance", "atol=1e-5,rtol=1e-5")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -185,6 +238,7 @@ def test_a_change_within_the_upgrade_tolerance_is_same(
 
 def test_a_cancel_during_the_candidate_gate_is_an_error_that_keeps_the_baseline(
         trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    # Its own check: a training that hangs in the candidate, cancelled.
     # The candidate's numlib (SCALE 0.5000001) makes the training hang until it is killed.
     (trainer / "train.py").write_text(
         "import time\nimport numlib\nif numlib.SCALE != 0.5:\n"
@@ -220,6 +274,7 @@ def test_a_cancel_during_the_candidate_gate_is_an_error_that_keeps_the_baseline(
 def test_a_requirements_lock_of_any_name_is_recorded_with_a_valid_report(
         make_project: Callable[[str], Path], package_index: PackageIndex, env_cache: Path,
         lock_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A check per lock name: each builds its environments and runs its gates (status lines).
     monkeypatch.setenv(ENV_STATUS_SECONDS, "0.2")  # status lines from the first 0.2 s on
     project = make_project("requirements-bare")
     write_training(project)
@@ -247,13 +302,13 @@ def test_a_requirements_lock_of_any_name_is_recorded_with_a_valid_report(
 
 
 def test_a_report_that_cannot_be_written_is_an_error_recorded_in_its_place(
-        trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+        harmless: dict[str, Upgrade]) -> None:
     # upgrade.md cannot be written once the verdict is decided: a directory holds its name.
-    (trainer / "repro-gate-out" / "upgrade.md" / "in-the-way").mkdir(parents=True)
-    done = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless")
+    blocked = harmless["blocked"]
+    done = blocked.done
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
-    document = report(trainer)  # valid against its schema
+    document = blocked.document  # valid against its schema
     assert document["verdict"] == "error"
     (reason,) = document["reasons"]
     assert reason["code"] == "output_dir"
@@ -317,35 +372,29 @@ def test_an_index_that_refuses_connections_is_index_unreachable(
     assert "index_unreachable" in done.stdout
 
 
-def test_an_identical_check_reuses_both_gate_results(
-        trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
-    started = time.monotonic()
-    first = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless")
-    first_seconds = time.monotonic() - started
-    assert first.returncode == 0, first.stdout + first.stderr
-    assert report(trainer)["reproducibility"]["baseline"]["reused"] is False
-    started = time.monotonic()
-    again = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless")
-    again_seconds = time.monotonic() - started
-    assert again.returncode == 0, again.stdout + again.stderr
-    document = report(trainer)
+def test_an_identical_check_reuses_both_gate_results(harmless: dict[str, Upgrade]) -> None:
+    first, again = harmless["first"], harmless["again"]
+    assert first.done.returncode == 0, first.done.stdout + first.done.stderr
+    assert first.document["reproducibility"]["baseline"]["reused"] is False
+    assert again.done.returncode == 0, again.done.stdout + again.done.stderr
+    document = again.document
     for role in ("baseline", "candidate"):
         summary = document["reproducibility"][role]
         assert summary["reused"] is True and len(summary["cache_key"]) == 64
-        assert f"the {role} gate: reused its result from the cache" in again.stderr
-        assert Path(summary["manifest"]).is_file()
+        assert f"the {role} gate: reused its result from the cache" in again.done.stderr
+        assert Path(summary["manifest"]).resolve() in again.files
     assert document["numerics"]["status"] == "same" and document["verdict"] == "same"
-    assert again_seconds < first_seconds / 2, (first_seconds, again_seconds)
+    assert again.seconds < first.seconds / 2, (first.seconds, again.seconds)
     # the code changed: the gates run again
-    (trainer / "train.py").write_text((trainer / "train.py").read_text() + "\n# edited\n")
-    edited = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless")
-    assert edited.returncode == 0, edited.stdout + edited.stderr
-    assert report(trainer)["reproducibility"]["baseline"]["reused"] is False
+    edited = harmless["edited"]
+    assert edited.done.returncode == 0, edited.done.stdout + edited.done.stderr
+    assert edited.document["reproducibility"]["baseline"]["reused"] is False
 
 
 def test_a_check_that_compared_nothing_never_says_bit_for_bit(
         make_project: Callable[[str], Path], package_index: PackageIndex,
         env_cache: Path) -> None:
+    # Its own check: two locks that pin the same versions.
     project = requirements_project(make_project, "numlib==1.0\nharmless==1.0\nleaf==1.0\n")
     done = upgrade(project, package_index, env_cache, "--candidate-lock", "candidate.txt")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -359,6 +408,7 @@ def test_a_check_that_compared_nothing_never_says_bit_for_bit(
 def test_an_unreachable_index_ends_the_culprit_search_instead_of_skipping(
         make_project: Callable[[str], Path], package_index: PackageIndex,
         env_cache: Path) -> None:
+    # Its own project and cache: the second check may find only the first one's results there.
     project = requirements_project(make_project, "numlib==1.1\nharmless==1.1\nleaf==1.1\n")
     # Both environments built (and both gates cached) while the index is there; under this
     # tolerance the numerics are the same, so no search runs.
@@ -379,6 +429,8 @@ def test_an_unreachable_index_ends_the_culprit_search_instead_of_skipping(
 
 def test_the_upgrade_check_never_runs_the_resume_check(
         trainer: Path, package_index: PackageIndex, env_cache: Path) -> None:
+    # Its own project and cache: the gate cache's key leaves the resume out, so a result read
+    # back from the harmless checks' cache would show nothing of it.
     # The training writes no checkpoint: a resume check would end in `no_checkpoint`.
     result = upgrade(trainer, package_index, env_cache, "--upgrade-package", "harmless",
                      "--resume-after", "2")

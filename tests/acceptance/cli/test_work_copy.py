@@ -1,13 +1,16 @@
 """Each run works in its own fresh copy of the working directory; the gate's own files are no
-part of the code's state. Real gates on a fresh git clone of a real project."""
+part of the code's state. Real gates on a fresh git clone of a real project: three in turn on
+one clone, each test asserting on what they left."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
-from helpers.gate_cli import check, script
+import pytest
+from helpers.gate_cli import Result, check, script
 from helpers.git_repo import git
 from helpers.paths import TRAININGS
 
@@ -28,40 +31,70 @@ def fresh_clone(tmp_path: Path, *scripts: str) -> Path:
     return clone
 
 
-def test_each_run_starts_from_a_fresh_copy_and_the_tree_stays_clean(tmp_path: Path) -> None:
-    clone = fresh_clone(tmp_path, "resume_from_checkpoint.py")
+@dataclass
+class Gate:
+    """A gate on the clone, and what it left there when it ended."""
 
-    result = check(clone, "--no-cost", *script("resume_from_checkpoint.py"))
+    result: Result
+    manifest: dict
+    logs: dict[str, str]  # run name -> its log
+    status: str  # `git status --porcelain --untracked-files=all`
+    top_level: list[str]  # the clone's own entries
+    work: dict[str, list[str]]  # run name -> what its working copy kept
 
+
+def gate(clone: Path, name: str) -> Gate:
+    result = check(clone, "--no-cost", *script(name))
     assert result.exit_code == 0, result.stdout + result.stderr
+    manifest = result.manifest
     logs = clone / "repro-gate-out" / "logs"
+    work = {run["name"]: Path(run["run_dir"]) / workcopy.WORK_SUBDIR for run in manifest["runs"]}
+    return Gate(
+        result, manifest,
+        {run: (logs / f"{run}.log").read_text() for run in work},
+        git(clone, "status", "--porcelain", "--untracked-files=all"),
+        sorted(p.name for p in clone.iterdir()),
+        {run: sorted(p.relative_to(path).as_posix() for p in path.rglob("*"))
+         for run, path in work.items()})
+
+
+@pytest.fixture(scope="module")
+def gates(tmp_path_factory: pytest.TempPathFactory) -> list[Gate]:
+    """Three gates in turn on one fresh clone: a training that resumes from a checkpoint it
+    finds, a deterministic one, and the deterministic one again once the user added a file."""
+    clone = fresh_clone(tmp_path_factory.mktemp("work-copy"), "resume_from_checkpoint.py",
+                        "deterministic.py")
+    first = gate(clone, "resume_from_checkpoint.py")
+    second = gate(clone, "deterministic.py")
+    (clone / "notes.txt").write_text("mine")
+    return [first, second, gate(clone, "deterministic.py")]
+
+
+def test_each_run_starts_from_a_fresh_copy_and_the_tree_stays_clean(gates: list[Gate]) -> None:
+    first = gates[0]
     for run in ("A", "B"):
-        assert "resume found: False" in (logs / f"{run}.log").read_text(), run
-    assert git(clone, "status", "--porcelain", "--untracked-files=all") == ""
-    assert sorted(p.name for p in clone.iterdir()) == sorted(
-        [".git", WORKDIR_LOCK_DIR, "repro-gate-out", "resume_from_checkpoint.py", "tiny.py"])
+        assert "resume found: False" in first.logs[run], run
+    assert first.status == ""
+    assert first.top_level == sorted([".git", WORKDIR_LOCK_DIR, "repro-gate-out",
+                                      "deterministic.py", "resume_from_checkpoint.py", "tiny.py"])
     # What each run wrote stays in its run directory, and only that.
-    for run in result.manifest["runs"]:
+    assert set(first.work) == {"A", "B"}
+    for run in first.manifest["runs"]:
         assert {a["path"] for a in run["artifacts"]} == {"model.pt"}, run
-        work = Path(run["run_dir"]) / workcopy.WORK_SUBDIR
-        assert sorted(p.relative_to(work).as_posix() for p in work.rglob("*")) == [
+        assert first.work[run["name"]] == [
             "checkpoints", "checkpoints/last.pt", "model.pt"], run["name"]
 
 
-def test_a_fresh_clone_stays_clean_in_the_fingerprint(tmp_path: Path) -> None:
-    clone = fresh_clone(tmp_path, "deterministic.py")
-    for _ in range(2):
-        result = check(clone, "--no-cost", *script("deterministic.py"))
-        assert result.exit_code == 0, result.stdout + result.stderr
-        code = result.manifest["fingerprint"]["code"]
+def test_a_fresh_clone_stays_clean_in_the_fingerprint(gates: list[Gate]) -> None:
+    # The first gate, and the second one with the first one's output in the tree.
+    for clean in gates[:2]:
+        code = clean.manifest["fingerprint"]["code"]
         assert (code["dirty"], code["untracked_files"], code["diff_sha256"]) == (False, 0, None)
-        clean_tree = next(item for item in result.manifest["checklist"]["items"]
+        clean_tree = next(item for item in clean.manifest["checklist"]["items"]
                           if item["id"] == "clean_tree")
         assert clean_tree["status"] == "pass", clean_tree
     # A file of the user's still counts.
-    (clone / "notes.txt").write_text("mine")
-    result = check(clone, "--no-cost", *script("deterministic.py"))
-    assert result.manifest["fingerprint"]["code"]["dirty"] is True
+    assert gates[2].manifest["fingerprint"]["code"]["dirty"] is True
 
 
 def test_the_copy_leaves_out_the_gates_files_and_keeps_links(tmp_path: Path) -> None:

@@ -51,6 +51,7 @@ MARKER_FIXTURES = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if ACCEPTANCE in item.path.parents:

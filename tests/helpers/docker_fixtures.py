@@ -282,11 +282,16 @@ def gpu_dockerd(docker_client: docker.DockerClient) -> Iterator[GpuDockerd]:
 
 
 @pytest.fixture(scope="session")
+def standin_image(docker_client: docker.DockerClient, python_image: PinnedImage) -> str:
+    """The stand-in runner (tests/fixtures/standin_runner/) on the shared daemon: its tag."""
+    return build_standin_image(docker_client, python_image.tag)
+
+
+@pytest.fixture(scope="session")
 def standin_runner_image(docker_client: docker.DockerClient, registry: str,
-                         python_image: PinnedImage, gpu_dockerd: GpuDockerd) -> str:
-    """The stand-in runner (tests/fixtures/standin_runner/), digest-pinned, in the private
-    daemon: built on the shared one, pushed to the local registry, pulled by digest."""
-    tag = build_standin_image(docker_client, python_image.tag)
-    pinned = push_pinned(docker_client, registry, tag)
+                         standin_image: str, gpu_dockerd: GpuDockerd) -> str:
+    """The stand-in runner, digest-pinned, in the private daemon: built on the shared one,
+    pushed to the local registry, pulled by digest."""
+    pinned = push_pinned(docker_client, registry, standin_image)
     gpu_dockerd.pull(pinned.reference)
     return pinned.reference

@@ -23,7 +23,6 @@ import hashlib
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -187,8 +186,9 @@ class GpuDockerd:
         self.start()
 
     def close(self) -> None:
-        """Remove its containers, stop it and delete everything it had. The containers go
-        first: with `live-restore` (a test's daemon.json) they would outlive the daemon."""
+        """Remove its containers, stop it and delete everything it had (remove_later). The
+        containers go first: with `live-restore` (a test's daemon.json) they would outlive the
+        daemon."""
         if self.running():
             with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
                 for container in self.client.containers.list(all=True):
@@ -196,7 +196,7 @@ class GpuDockerd:
         self.stop()
         self.client.close()
         _unmount_under(self.root)
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_later(self.root)
         self._delete_bridge()
 
     def visible_devices(self) -> dict[str, str]:
@@ -228,6 +228,14 @@ def _unmount_under(root: Path) -> None:
         points = [line.split()[4] for line in handle]
     for point in sorted((p for p in points if p.startswith(prefix)), reverse=True):
         subprocess.run(["umount", "-l", point], capture_output=True, check=False)
+
+
+def remove_later(root: Path) -> None:
+    """Delete `root` in a process of its own that outlives this one: an engine's image layers
+    take seconds to delete (many seconds on a disk mounted with `discard`), and nothing waits
+    for them. It stays on `root`'s file system: a mount left under it is not entered."""
+    subprocess.run(["sh", "-c", 'rm -rf --one-file-system -- "$1" >/dev/null 2>&1 &', "sh",
+                    str(root)], check=False)
 
 
 def standin_context() -> bytes:

@@ -2,10 +2,15 @@
 started by the real `repro-gate runner slot-endpoint` (tests of the runner's isolation).
 
 The users, subordinate IDs and /dev/net/tun mode that setup makes stay on the machine (a second
-run finds them and changes nothing); the work root is removed after the session.
+run finds them and changes nothing); the work root is removed after the session (in the
+background: gpu_dockerd.remove_later).
 A no-op NVIDIA hook on the endpoint's PATH makes a GPU device request start and records what
 each container asked for, as in gpu_dockerd.py; it is a shell script because the slot's user
 cannot reach this machine's Python.
+
+The endpoints (`slot_endpoints`) and the images loaded into the slots' engines (`slot_images`)
+are shared by a module's tests, so an engine starts a few times per module rather than once or
+twice per test; each test removes the containers it made.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +31,7 @@ import pytest
 import yaml
 
 from helpers.docker_fixtures import PinnedImage, unavailable
+from helpers.gpu_dockerd import remove_later
 from helpers.runner_files import SLOT_UUIDS, token_file
 
 USER_PREFIX = "rgtest-slot"
@@ -105,7 +112,7 @@ def rootless_host() -> Iterator[RootlessHost]:
     if done.returncode != 0:
         pytest.fail(f"runner setup failed: {done.stdout}{done.stderr}")
     yield RootlessHost(config, base / "w", hook_dir, hook_log)
-    shutil.rmtree(base, ignore_errors=True)
+    remove_later(base)  # the engines' data roots: seconds to delete, which no test waits for
 
 
 class EndpointProcess:
@@ -117,15 +124,26 @@ class EndpointProcess:
             [sys.executable, "-m", "repro_gate", "runner", "slot-endpoint", "--config",
              str(host.config), "--slot", str(slot)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        assert self.process.stdout is not None
+        assert self.process.stdout is not None and self.process.stderr is not None
+        # Its stderr is read all along: an endpoint kept up for a module's tests must never
+        # block on a full pipe.
+        self._errors: list[str] = []
+        self._reader = threading.Thread(target=self._errors.extend, args=(self.process.stderr,),
+                                        daemon=True)
+        self._reader.start()
         self.first_line = self.process.stdout.readline().strip()
         if not self.first_line.startswith("DOCKER_HOST=unix://"):
             self.process.kill()
-            _, errors = self.process.communicate(timeout=30)
-            pytest.fail(f"slot-endpoint did not come up: {self.first_line!r} {errors}")
+            self.process.wait(timeout=30)
+            self._reader.join(timeout=30)
+            pytest.fail(f"slot-endpoint did not come up: {self.first_line!r} "
+                        f"{''.join(self._errors)}")
         self.docker_host = self.first_line.split("=", 1)[1]
         self.socket = Path(self.docker_host.removeprefix("unix://"))
         self.client = docker.DockerClient(base_url=self.docker_host, timeout=120)
+
+    def running(self) -> bool:
+        return self.process.poll() is None
 
     def stop(self) -> tuple[int, str]:
         """SIGTERM; its exit code and stderr."""
@@ -133,31 +151,92 @@ class EndpointProcess:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         try:
-            _, errors = self.process.communicate(timeout=START_SECONDS)
+            self.process.wait(timeout=START_SECONDS)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            _, errors = self.process.communicate(timeout=30)
-        return self.process.returncode, errors
+            self.process.wait(timeout=30)
+        self._reader.join(timeout=30)
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+        return self.process.returncode, "".join(self._errors)
 
 
-@pytest.fixture
-def slot_endpoints(rootless_host: RootlessHost) -> Iterator[dict[int, EndpointProcess]]:
-    """Both slots' endpoints, stopped after the test."""
-    started: dict[int, EndpointProcess] = {}
+class SlotEndpoints:
+    """The slots' endpoints shared by a module's tests, each started when first asked for.
+
+    A test that asserts on how an endpoint stops, or that kills its engine, ends it with
+    stop(); `serve` and `audit` bring the slots up themselves, so a test of those calls
+    release() first. The next test that asks for a slot gets a new endpoint."""
+
+    def __init__(self, host: RootlessHost) -> None:
+        self.host = host
+        self._running: dict[int, EndpointProcess] = {}
+
+    def __getitem__(self, slot: int) -> EndpointProcess:
+        return self._up(slot)
+
+    def _up(self, slot: int) -> EndpointProcess:
+        endpoint = self._running.get(slot)
+        if endpoint is not None and not endpoint.running():
+            code, errors = self._running.pop(slot).stop()
+            pytest.fail(f"the shared endpoint of slot {slot} ended by itself ({code}): {errors}")
+        if endpoint is None:
+            endpoint = self._running[slot] = EndpointProcess(self.host, slot)
+        return endpoint
+
+    def engine(self, slot: int) -> docker.DockerClient:
+        """A client of the slot's engine itself, past the filter (its endpoint is up)."""
+        self._up(slot)
+        return docker.DockerClient(
+            base_url=f"unix://{self.host.folder(slot)}/engine/run/docker.sock", timeout=120)
+
+    def stop(self, slot: int) -> tuple[int, str]:
+        """End the slot's endpoint; its exit code and stderr."""
+        return self._running.pop(slot).stop()
+
+    def release(self) -> None:
+        """End every endpoint: the slots are free for another process."""
+        for slot in list(self._running):
+            self.stop(slot)
+
+
+@pytest.fixture(scope="module")
+def slot_endpoints(rootless_host: RootlessHost) -> Iterator[SlotEndpoints]:
+    """The module's slot endpoints (SlotEndpoints), stopped after its last test."""
+    endpoints = SlotEndpoints(rootless_host)
     try:
-        for slot in (0, 1):
-            started[slot] = EndpointProcess(rootless_host, slot)
-        yield started
+        yield endpoints
     finally:
-        for endpoint in started.values():
-            endpoint.stop()
+        endpoints.release()
+
+
+@dataclass(frozen=True)
+class SlotImages:
+    """Image IDs loaded into both slots' engines (the same ID in each)."""
+
+    python: str
+    standin: str
+
+
+@pytest.fixture(scope="module")
+def slot_images(slot_endpoints: SlotEndpoints, docker_client: docker.DockerClient,
+                python_image: PinnedImage, standin_image: str) -> SlotImages:
+    """The Python image and the stand-in runner, loaded through both slots' endpoints once
+    per module: the engines keep their images (their data roots stay) through restarts."""
+    targets = [slot_endpoints[slot].client for slot in (0, 1)]
+    return SlotImages(python=load_image(docker_client, python_image, *targets),
+                      standin=load_image(docker_client, standin_image, *targets))
 
 
 def load_image(source: docker.DockerClient, image: PinnedImage | str,
-               target: docker.DockerClient) -> str:
-    """`image` (or a tag) saved from the shared daemon and loaded through `target` (a slot
-    endpoint); its ID."""
+               *targets: docker.DockerClient) -> str:
+    """`image` (or a tag) saved once from the shared daemon and loaded through each of
+    `targets` (slot endpoints or engines); its ID."""
     tag = image if isinstance(image, str) else image.tag
     data = b"".join(source.images.get(tag).save(named=True))
-    [loaded] = target.images.load(data)
-    return str(loaded.id)
+    loaded: set[str] = set()
+    for target in targets:
+        [image_loaded] = target.images.load(data)
+        loaded.add(str(image_loaded.id))
+    [found] = loaded
+    return found

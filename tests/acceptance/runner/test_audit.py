@@ -81,9 +81,10 @@ REFUSED_BY_PROXY = [
 ]
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def engine_image(gpu_dockerd: GpuDockerd, python_image: PinnedImage) -> str:
-    """An image with /bin/sh in the private daemon (the runner image's stand-in)."""
+    """An image with /bin/sh in the private daemon (the runner image's stand-in), pulled once:
+    the audits remove only what they made."""
     gpu_dockerd.pull(python_image.reference)
     return python_image.reference
 

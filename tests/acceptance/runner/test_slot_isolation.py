@@ -1,9 +1,14 @@
 """The kernel boundary under each slot: real rootless engines under real users, made by the real
 `runner setup` and brought up by the real `runner slot-endpoint` (tests/helpers/rootless_slots.py).
+
+The slots' endpoints and the images loaded into their engines are the module's: the tests that
+only use an endpoint come first; those that end one (to assert on how it stops) and those of
+`serve` and `audit` (which bring the slots up themselves) come after them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -19,14 +24,12 @@ import docker.errors
 import pytest
 import requests
 import yaml
-from helpers.docker_fixtures import PinnedImage
 from helpers.fake_github import FakeGitHub
-from helpers.gpu_dockerd import build_standin_image
 from helpers.rootless_slots import (
     USER_PREFIX,
-    EndpointProcess,
     RootlessHost,
-    load_image,
+    SlotEndpoints,
+    SlotImages,
     repro_gate,
     write_rootless_config,
 )
@@ -114,43 +117,21 @@ def test_setup_refuses_an_overlapping_id_range_in_one_line_before_making_anythin
     work_root.parent.rmdir()
 
 
-def test_a_job_loads_runs_execs_and_removes_its_containers_with_its_gpu_and_sigterm_cleans_up(
-    rootless_host: RootlessHost, docker_client: docker.DockerClient, python_image: PinnedImage,
+def test_setup_refuses_a_work_root_under_a_folder_the_slot_users_cannot_pass(
+    tmp_path: Path, rootless_host: RootlessHost,
 ) -> None:
-    endpoint = EndpointProcess(rootless_host, 0)
+    closed = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp"))  # 0700
     try:
-        image = load_image(docker_client, python_image, endpoint.client)
-        work = rootless_host.folder(0) / "work"
-        container = endpoint.client.containers.create(
-            image, ["python3", "-c", "import time; open('/w/out', 'w').write('hello');"
-                    " print('hello', flush=True); time.sleep(60)"],
-            volumes={str(work): {"bind": "/w", "mode": "rw"}},
-            device_requests=[docker.types.DeviceRequest(device_ids=[SLOT_UUIDS[0]],
-                                                        capabilities=[["gpu"]])])
-        assert len(container.id) == 64
-        container.start()
-        exec_result = container.exec_run(["python3", "-c", "import os; print(os.getuid())"])
-        assert exec_result.exit_code == 0 and exec_result.output.strip() == b"0"
-        container.kill()
-        assert container.wait(timeout=60)["StatusCode"] != 0
-        assert b"hello" in container.logs()
-        container.remove()
-        # Root in the container is the slot's user on the host.
-        written = (work / "out").stat()
-        assert (written.st_uid, written.st_gid) == slot_user_ids(0)
-        assert rootless_host.visible_devices()[container.id] == SLOT_UUIDS[0]
+        config = write_rootless_config(tmp_path, closed / "w")
+        done = repro_gate("runner", "setup", "--config", str(config))
     finally:
-        code, errors = endpoint.stop()
-    assert (code, errors) == (0, "")
-    uid, _ = slot_user_ids(0)
-    left = subprocess.run(["pgrep", "-u", str(uid)], capture_output=True, text=True).stdout
-    assert left == ""
-    assert not endpoint.socket.exists()
-    (work / "out").unlink()
+        closed.rmdir()
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert f"{closed} is closed to other users (mode 0700)" in done.stderr
 
 
 def test_with_the_filter_gone_the_slot_engine_still_cannot_reach_root_files_or_another_slot(
-    rootless_host: RootlessHost, docker_client: docker.DockerClient, python_image: PinnedImage,
+    rootless_host: RootlessHost, slot_endpoints: SlotEndpoints, slot_images: SlotImages,
     canary: tuple[Path, str],
 ) -> None:
     """Requests sent straight to the slot's engine, past the filter, as if it had fallen."""
@@ -158,11 +139,9 @@ def test_with_the_filter_gone_the_slot_engine_still_cannot_reach_root_files_or_a
     other_work = rootless_host.folder(1) / "work"
     other_file = other_work / "other-slot-canary"
     other_file.write_text(secret)
-    endpoint = EndpointProcess(rootless_host, 0)
-    engine = docker.DockerClient(
-        base_url=f"unix://{rootless_host.folder(0)}/engine/run/docker.sock", timeout=120)
+    engine = slot_endpoints.engine(0)
+    image = slot_images.python
     try:
-        image = load_image(docker_client, python_image, engine)
         attempts = {
             "host root, privileged": dict(volumes={"/": {"bind": "/host", "mode": "rw"}},
                                           privileged=True),
@@ -187,8 +166,111 @@ def test_with_the_filter_gone_the_slot_engine_still_cannot_reach_root_files_or_a
         assert "permission denied" in output.lower()
     finally:
         engine.close()
-        endpoint.stop()
         other_file.unlink()
+
+
+def test_a_container_user_that_asks_for_the_gpu_gets_the_slots_group_which_owns_the_gpu_node(
+    rootless_host: RootlessHost, slot_endpoints: SlotEndpoints, slot_images: SlotImages,
+) -> None:
+    """A file made like the slot's GPU node (root, the slot's group, 0660) stands in for it:
+    no GPU here."""
+    work = rootless_host.folder(0) / "work"
+    node = work / "nvidia-node"
+    node.write_text("gpu")
+    os.chown(node, 0, slot_user_ids(0)[1])
+    node.chmod(0o660)
+    endpoint = slot_endpoints[0]
+    image = slot_images.python
+    try:
+        script = "print(open('/w/nvidia-node').read())"
+        volumes = {str(work): {"bind": "/w", "mode": "ro"}}
+        gpu = [docker.types.DeviceRequest(device_ids=[SLOT_UUIDS[0]], capabilities=[["gpu"]])]
+        with_gpu = run(endpoint.client, image, script, user="1001:1001", volumes=volumes,
+                       device_requests=gpu)
+        without = run(endpoint.client, image, script, user="1001:1001", volumes=volumes)
+    finally:
+        node.unlink()
+    assert with_gpu.strip() == "gpu"
+    assert "Permission denied" in without
+
+
+def test_a_second_endpoint_for_a_slot_in_use_is_refused_in_one_line(
+    rootless_host: RootlessHost, slot_endpoints: SlotEndpoints,
+) -> None:
+    endpoint = slot_endpoints[0]
+    try:
+        second = repro_gate("runner", "slot-endpoint", "--config", str(rootless_host.config),
+                            "--slot", "0")
+        assert second.returncode == 2
+        assert second.stdout == "" and second.stderr.count("\n") == 1
+        assert "slot 0 is in use by another repro-gate runner process" in second.stderr
+        assert endpoint.client.ping()  # the first one is untouched
+    finally:
+        code, _ = slot_endpoints.stop(0)  # the test is how it stops: it ends here
+    assert code == 0
+
+
+def test_a_job_loads_runs_execs_and_removes_its_containers_with_its_gpu_and_sigterm_cleans_up(
+    rootless_host: RootlessHost, slot_endpoints: SlotEndpoints, slot_images: SlotImages,
+) -> None:
+    endpoint = slot_endpoints[0]
+    image = slot_images.python  # loaded through the endpoint
+    work = rootless_host.folder(0) / "work"
+    container = None
+    try:
+        container = endpoint.client.containers.create(
+            image, ["python3", "-c", "import time; open('/w/out', 'w').write('hello');"
+                    " print('hello', flush=True); time.sleep(60)"],
+            volumes={str(work): {"bind": "/w", "mode": "rw"}},
+            device_requests=[docker.types.DeviceRequest(device_ids=[SLOT_UUIDS[0]],
+                                                        capabilities=[["gpu"]])])
+        assert len(container.id) == 64
+        container.start()
+        exec_result = container.exec_run(["python3", "-c", "import os; print(os.getuid())"])
+        assert exec_result.exit_code == 0 and exec_result.output.strip() == b"0"
+        container.kill()
+        assert container.wait(timeout=60)["StatusCode"] != 0
+        assert b"hello" in container.logs()
+        container.remove()
+        # Root in the container is the slot's user on the host.
+        written = (work / "out").stat()
+        assert (written.st_uid, written.st_gid) == slot_user_ids(0)
+        assert rootless_host.visible_devices()[container.id] == SLOT_UUIDS[0]
+    finally:
+        if container is not None:
+            with contextlib.suppress(docker.errors.APIError):  # already removed
+                container.remove(force=True)
+        code, errors = slot_endpoints.stop(0)  # the test is how it stops: it ends here
+    assert (code, errors) == (0, "")
+    uid, _ = slot_user_ids(0)
+    left = subprocess.run(["pgrep", "-u", str(uid)], capture_output=True, text=True).stdout
+    assert left == ""
+    assert not endpoint.socket.exists()
+    (work / "out").unlink()
+
+
+def test_a_slot_engine_that_dies_is_started_again_behind_the_same_endpoint(
+    slot_endpoints: SlotEndpoints,
+) -> None:
+    endpoint = slot_endpoints[1]
+    try:
+        uid, _ = slot_user_ids(1)
+        killed = subprocess.run(["pkill", "-KILL", "-u", str(uid), "-x", "rootlesskit"],
+                                capture_output=True)
+        assert killed.returncode == 0
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert endpoint.client.ping()
+                break
+            except (docker.errors.DockerException, requests.RequestException):
+                assert time.monotonic() < deadline, "the engine did not come back"
+                time.sleep(0.5)
+    finally:
+        code, errors = slot_endpoints.stop(1)  # its engine was killed, and what it said is read
+    assert code == 0
+    assert "the slot's engine stopped (exit status" in errors
+    assert "the slot's engine is back" in errors
 
 
 # The job: who am I on the host, and may I have the other slot's GPU?
@@ -206,15 +288,11 @@ JOB = JOB_START + ASK_FOR_OTHER_GPU + JOB_END
 
 
 def test_the_service_runs_each_slots_runner_on_the_slots_own_engine_as_the_slots_user(
-    tmp_path: Path, rootless_host: RootlessHost, docker_client: docker.DockerClient,
-    python_image: PinnedImage, github: FakeGitHub,
+    tmp_path: Path, rootless_host: RootlessHost, slot_endpoints: SlotEndpoints,
+    slot_images: SlotImages, github: FakeGitHub,
 ) -> None:
-    standin = build_standin_image(docker_client, python_image.tag)
-    image = ""
-    for slot in (0, 1):  # the engines keep their images (their data roots stay)
-        endpoint = EndpointProcess(rootless_host, slot)
-        image = load_image(docker_client, standin, endpoint.client)
-        endpoint.stop()
+    image = slot_images.standin  # in both engines, which keep their images
+    slot_endpoints.release()  # the service brings both slots up itself
     document = yaml.safe_load(rootless_host.config.read_text())
     document["github"].update(api_url=github.base_url)
     document["github"]["auth"]["token_file"] = str(rootless_host.config.parent / "token")
@@ -257,55 +335,12 @@ def test_the_service_runs_each_slots_runner_on_the_slots_own_engine_as_the_slots
         assert subprocess.run(["pgrep", "-u", str(uid)], capture_output=True).stdout == b""
 
 
-def test_a_slot_engine_that_dies_is_started_again_behind_the_same_endpoint(
-    rootless_host: RootlessHost,
-) -> None:
-    endpoint = EndpointProcess(rootless_host, 1)
-    try:
-        uid, _ = slot_user_ids(1)
-        killed = subprocess.run(["pkill", "-KILL", "-u", str(uid), "-x", "rootlesskit"],
-                                capture_output=True)
-        assert killed.returncode == 0
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                assert endpoint.client.ping()
-                break
-            except (docker.errors.DockerException, requests.RequestException):
-                assert time.monotonic() < deadline, "the engine did not come back"
-                time.sleep(0.5)
-    finally:
-        code, errors = endpoint.stop()
-    assert code == 0
-    assert "the slot's engine stopped (exit status" in errors
-    assert "the slot's engine is back" in errors
-
-
-def test_a_second_endpoint_for_a_slot_in_use_is_refused_in_one_line(
-    rootless_host: RootlessHost,
-) -> None:
-    endpoint = EndpointProcess(rootless_host, 0)
-    try:
-        second = repro_gate("runner", "slot-endpoint", "--config", str(rootless_host.config),
-                            "--slot", "0")
-        assert second.returncode == 2
-        assert second.stdout == "" and second.stderr.count("\n") == 1
-        assert "slot 0 is in use by another repro-gate runner process" in second.stderr
-        assert endpoint.client.ping()  # the first one is untouched
-    finally:
-        code, _ = endpoint.stop()
-    assert code == 0
-
-
 def test_runner_audit_on_both_slots_of_a_two_slot_config_reports_nothing_escaped(
-    tmp_path: Path, rootless_host: RootlessHost, docker_client: docker.DockerClient,
-    python_image: PinnedImage,
+    tmp_path: Path, rootless_host: RootlessHost, slot_endpoints: SlotEndpoints,
+    slot_images: SlotImages,
 ) -> None:
-    image = ""
-    for slot in (0, 1):  # the attempts need an image with a shell in both engines
-        endpoint = EndpointProcess(rootless_host, slot)
-        image = load_image(docker_client, python_image, endpoint.client)
-        endpoint.stop()
+    image = slot_images.python  # the attempts need an image with a shell in both engines
+    slot_endpoints.release()  # the audit brings both slots up itself
     document = yaml.safe_load(rootless_host.config.read_text())
     document["github"]["auth"]["token_file"] = str(rootless_host.config.parent / "token")
     document["runner"]["image"] = image
@@ -326,42 +361,3 @@ def test_runner_audit_on_both_slots_of_a_two_slot_config_reports_nothing_escaped
         assert any("stopped by engine" in row for row in swaps), swaps
     uids = [str(slot_user_ids(slot)[0]) for slot in (0, 1)]
     assert subprocess.run(["pgrep", "-u", ",".join(uids)], capture_output=True).stdout == b""
-
-
-def test_a_container_user_that_asks_for_the_gpu_gets_the_slots_group_which_owns_the_gpu_node(
-    rootless_host: RootlessHost, docker_client: docker.DockerClient, python_image: PinnedImage,
-) -> None:
-    """A file made like the slot's GPU node (root, the slot's group, 0660) stands in for it:
-    no GPU here."""
-    work = rootless_host.folder(0) / "work"
-    node = work / "nvidia-node"
-    node.write_text("gpu")
-    os.chown(node, 0, slot_user_ids(0)[1])
-    node.chmod(0o660)
-    endpoint = EndpointProcess(rootless_host, 0)
-    try:
-        image = load_image(docker_client, python_image, endpoint.client)
-        script = "print(open('/w/nvidia-node').read())"
-        volumes = {str(work): {"bind": "/w", "mode": "ro"}}
-        gpu = [docker.types.DeviceRequest(device_ids=[SLOT_UUIDS[0]], capabilities=[["gpu"]])]
-        with_gpu = run(endpoint.client, image, script, user="1001:1001", volumes=volumes,
-                       device_requests=gpu)
-        without = run(endpoint.client, image, script, user="1001:1001", volumes=volumes)
-    finally:
-        endpoint.stop()
-        node.unlink()
-    assert with_gpu.strip() == "gpu"
-    assert "Permission denied" in without
-
-
-def test_setup_refuses_a_work_root_under_a_folder_the_slot_users_cannot_pass(
-    tmp_path: Path, rootless_host: RootlessHost,
-) -> None:
-    closed = Path(tempfile.mkdtemp(prefix="rg-", dir="/tmp"))  # 0700
-    try:
-        config = write_rootless_config(tmp_path, closed / "w")
-        done = repro_gate("runner", "setup", "--config", str(config))
-    finally:
-        closed.rmdir()
-    assert done.returncode == 2 and done.stderr.count("\n") == 1
-    assert f"{closed} is closed to other users (mode 0700)" in done.stderr

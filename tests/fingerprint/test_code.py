@@ -87,5 +87,6 @@ def test_without_a_commit_or_a_repository_the_reason_is_given(tmp_path: Path) ->
 
     assert collect_code(plain)["reason"] == "not a git repository"
     assert collect_code(plain)["commit"] is None
-    assert collect_code(empty)["commit"] is None and collect_code(empty)["reason"]
+    assert collect_code(empty)["commit"] is None
+    assert collect_code(empty)["reason"] == "git repository has no commits"
     assert repository_root(plain) is None

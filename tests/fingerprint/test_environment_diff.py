@@ -128,3 +128,12 @@ def test_a_manifest_a_fingerprint_document_or_a_bare_fingerprint_is_read() -> No
 def test_other_documents_are_refused_saying_why(document: Any, message: str) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         fingerprint_of(copy.deepcopy(document))
+
+
+def test_a_variable_set_where_none_was_is_one_line() -> None:
+    old = fingerprint()
+    old["random"]["threads"]["env"] = {}
+    new = fingerprint()
+    new["random"]["threads"]["env"] = {"OMP_NUM_THREADS": "4"}
+
+    assert lines(old, new) == ["random: OMP_NUM_THREADS unset -> 4"]

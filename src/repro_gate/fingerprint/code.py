@@ -34,13 +34,13 @@ def collect_code(workdir: Path, gate_files: Sequence[Path] = ()) -> dict[str, An
     except FileNotFoundError:
         return {**empty, "reason": "git is not installed"}
     except subprocess.CalledProcessError as error:
-        stderr = (error.stderr or "").strip().splitlines()
-        detail = stderr[-1] if stderr else "git rev-parse failed"
-        if "not a git repository" in detail:
+        # git names the cause on its first line; later lines are usage hints.
+        stderr = (error.stderr or "").strip()
+        if "not a git repository" in stderr:
             return {**empty, "reason": "not a git repository"}
-        if "unknown revision" in detail or "ambiguous argument 'HEAD'" in detail:
+        if "unknown revision" in stderr or "ambiguous argument 'HEAD'" in stderr:
             return {**empty, "reason": "git repository has no commits"}
-        return {**empty, "reason": detail}
+        return {**empty, "reason": stderr.splitlines()[0] if stderr else "git rev-parse failed"}
     except subprocess.TimeoutExpired:
         return {**empty, "reason": "git timed out"}
     ref = _git_or_none(workdir, "symbolic-ref", "--quiet", "HEAD") or "HEAD (detached)"

@@ -246,7 +246,8 @@ def _data_value(entry: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _flatten(value: Any, prefix: str) -> dict[str, Any]:
-    if isinstance(value, dict) and value:
+    """Leaves by dotted key; an empty mapping has none (its first key is the change, alone)."""
+    if isinstance(value, dict):
         out: dict[str, Any] = {}
         for key, item in value.items():
             out.update(_flatten(item, f"{prefix}.{key}"))

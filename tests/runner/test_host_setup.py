@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers.runner_files import SLOT_UUIDS, token_file, write_config
 
-from repro_gate.errors import ConfigError, ErrorKind, GateError
+from repro_gate.errors import ConfigError
 from repro_gate.runner.host_setup import _check_free, _check_passable, _ranges, set_up
 from repro_gate.runner.runner_config import RunnerConfig, load_runner_config
 from repro_gate.runner.slot_identity import SlotIdentity
@@ -24,16 +24,6 @@ def config(folder: Path, **isolation: object) -> RunnerConfig:
     github = {"repository": "octo-org/trainer", "auth": {"token_file": token_file(folder).name}}
     return load_runner_config(write_config(folder, github, work_root=str(folder / "work"),
                                            isolation=isolation))
-
-
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may run it")
-def test_setup_is_for_root_only(tmp_path: Path) -> None:
-    with pytest.raises(GateError) as refused:
-        set_up(config(tmp_path), SLOTS, print)
-
-    assert refused.value.kind is ErrorKind.CONFIG
-    assert str(refused.value) == ("runner setup: must run as root (it creates users and sets"
-                                  " owners)")
 
 
 @as_root

@@ -8,6 +8,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from repro_gate import probe
 from repro_gate.compare import sha256_file
 from repro_gate.config import Config, CostConfig, ReferenceConfig
@@ -28,6 +30,7 @@ from repro_gate.gate.training_run import (
     user_environment,
 )
 from repro_gate.gate.workcopy import WORK_SUBDIR
+from repro_gate.launch import namespaces
 from repro_gate.launch.base import RunOutcome
 from repro_gate.launch.local import LocalLauncher
 from repro_gate.launch.shell import shell_argv
@@ -94,7 +97,10 @@ def test_the_user_environment_records_the_users_and_the_gates_values(tmp_path: P
     assert values["gate:PYTHONHASHSEED"] == DETERMINISM_VARIABLES["PYTHONHASHSEED"]
 
 
-def test_build_spec_gives_a_fresh_run_directory_with_its_own_copy(tmp_path: Path) -> None:
+def test_build_spec_gives_a_fresh_run_directory_with_its_own_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(namespaces.ENV_NAMESPACES, "off")  # a launcher that cannot isolate
     config = config_in(tmp_path, command="python train.py", timeout=30.0,
                        cost=CostConfig(enabled=False))
     stale = config.output_dir / "runs" / "B" / "stale.txt"
@@ -112,9 +118,33 @@ def test_build_spec_gives_a_fresh_run_directory_with_its_own_copy(tmp_path: Path
     assert spec.python_path == [probe.INJECT_DIR]
     assert spec.env[probe.ENV_MAX_STEPS] == "4"
     assert spec.timeout == 30.0
+    assert spec.isolation is None
 
 
-def test_gather_reads_every_ranks_probe_files_and_what_the_run_wrote(tmp_path: Path) -> None:
+@pytest.mark.skipif(namespaces.refusal(Path("/tmp")) is not None,
+                    reason="the kernel refuses user namespaces or overlayfs here")
+def test_an_isolated_run_starts_in_the_workdir_over_its_own_layer(tmp_path: Path) -> None:
+    config = config_in(tmp_path, command="python train.py")
+
+    spec = build_spec(config, LocalLauncher(), "A", "deterministic")
+
+    assert spec.workdir == spec.workspace == config.workdir
+    assert spec.isolation is not None
+    assert spec.isolation.upper == spec.run_dir / WORK_SUBDIR
+    assert list(spec.isolation.upper.iterdir()) == []  # nothing copied
+    assert config.output_dir.resolve() in spec.isolation.masked
+    (spec.isolation.upper / "model.pt").write_bytes(b"weights")  # what the run wrote
+
+    gathered = gather(LocalLauncher(), spec, RunOutcome(0, 1.0), ["*.pt"])
+
+    assert [a.rel_path for a in gathered.artifacts] == ["model.pt"]
+    assert not spec.isolation.scratch.exists()
+
+
+def test_gather_reads_every_ranks_probe_files_and_what_the_run_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(namespaces.ENV_NAMESPACES, "off")
     config = config_in(tmp_path, command="python train.py")
     spec = build_spec(config, LocalLauncher(), "A", "deterministic")
     probe_dir = probe.probe_output_dir(spec.run_dir)

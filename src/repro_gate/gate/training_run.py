@@ -170,11 +170,16 @@ def build_spec(
     reference_trajectory: Path | None = None,
     max_steps: int = 0,
 ) -> RunSpec:
-    """A fresh run directory, holding a fresh copy of the working directory, and the spec of
-    one run, which starts in that copy."""
+    """A fresh run directory and the spec of one run: it sees the working directory through
+    an overlay whose upper layer is in the run directory where the launcher isolates runs,
+    else it starts in a fresh copy of it there."""
     output_dir = config.output_dir
     run_dir = fresh_run_dir(output_dir / "runs" / name)
-    work = workcopy.make(config.workdir, run_dir / workcopy.WORK_SUBDIR, output_dir)
+    isolation, workdir = None, config.workdir
+    if launcher.isolates(output_dir):
+        isolation = workcopy.isolation(config.workdir, run_dir, output_dir)
+    else:
+        workdir = workcopy.make(config.workdir, run_dir / workcopy.WORK_SUBDIR, output_dir).path
     # The probe ends the cost run at the end of its plan, whose blocks it may lengthen.
     cost_steps = cost_plan.reference_steps(config.cost) if mode == "cost" else None
     argv, extra_path = command_argv(config, launcher, cost_steps)
@@ -182,8 +187,9 @@ def build_spec(
         name=name,
         mode=mode,
         argv=argv,
-        workdir=work.path,
+        workdir=workdir,
         workspace=config.workdir,
+        isolation=isolation,
         run_dir=run_dir,
         env=run_environment(config, mode, max_steps),
         timeout=config.timeout,
@@ -227,7 +233,9 @@ def gather(
     launcher: Launcher, spec: RunSpec, outcome: RunOutcome, configured_globs: list[str] | None
 ) -> RunRecord:
     """What a finished run left: probe files and artifacts, as `execute` records them."""
-    if spec.workspace is not None:
+    if spec.isolation is not None:
+        workcopy.remove_scratch(spec.isolation)
+    elif spec.workspace is not None:
         copy = workcopy.WorkCopy(spec.workdir, spec.workspace)
         copy.name_workspace_files(probe.probe_output_dir(spec.run_dir))
         copy.keep_only_written()

@@ -1,9 +1,13 @@
-"""Each run's own copy of the working directory, and what the run wrote there.
+"""Each run's own view of the working directory, and what the run wrote there.
 
-Every run (A, B, the cost run, the noise floor, the localisation run) starts in a fresh copy of
-the working directory under its run directory (`<output_dir>/runs/<name>/work`), in local and
-Docker mode alike: a file one run writes (a checkpoint to resume from, a cache) is never seen by
-the next run, and nothing is left in the user's tree.
+Every run (A, B, the cost run, the noise floor, the localisation run) writes into its own
+`<output_dir>/runs/<name>/work`: a file one run writes (a checkpoint to resume from, a cache) is
+never seen by the next run, and nothing is left in the user's tree.
+
+Local runs, where the kernel allows it, see the working directory at its own path through an
+overlay whose upper layer is `work/` (launch/namespaces.py): nothing is copied, and after the
+run `work/` holds exactly what the run wrote, a deletion as a whiteout (`Layer`). Elsewhere
+(Docker mode, or namespaces refused) the run starts in a copy, made as follows.
 
 - The copy holds everything, `.git` included (a training may ask git for its commit), except the
   gate's own files: its lock directory and every gate output directory (this gate's, wherever
@@ -33,9 +37,65 @@ from pathlib import Path
 
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate.file_lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
+from repro_gate.launch.base import Isolation
 
 WORK_SUBDIR = "work"  # the run's working copy, inside its run directory
+SCRATCH_SUBDIR = ".overlay-work"  # overlayfs's own work folder, beside the upper layer
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
+WHITEOUT_DEVICE = 0  # overlayfs marks a deleted file with a character device 0:0
+
+
+@dataclass(frozen=True)
+class Layer:
+    """The upper layer of a run's overlay: what the run wrote over the working directory."""
+
+    path: Path
+
+    def written(self) -> set[str]:
+        """Relative paths of the files and links the run created or changed."""
+        return {rel for rel, info in _entries(self.path).items() if not _is_whiteout(info)}
+
+    def deleted(self) -> set[str]:
+        """Relative paths of the working directory's entries the run deleted (whiteouts)."""
+        return {rel for rel, info in _entries(self.path).items() if _is_whiteout(info)}
+
+
+def isolation(workdir: Path, run_dir: Path, output_dir: Path) -> Isolation:
+    """A run's overlay layers in its run directory, and the gate's folders it must not see."""
+    if not workdir.is_dir():
+        raise GateError(f"workdir is not a directory: {workdir}", kind=ErrorKind.CONFIG)
+    upper, scratch = run_dir / WORK_SUBDIR, run_dir / SCRATCH_SUBDIR
+    try:
+        upper.mkdir()
+        scratch.mkdir()
+    except OSError as error:
+        raise GateError(f"cannot make the run's working layer in {run_dir}:"
+                        f" {error.strerror or error}", kind=ErrorKind.OUTPUT_DIR) from None
+    return Isolation(upper, scratch, gate_folders(workdir.resolve(), output_dir.resolve()))
+
+
+def remove_scratch(layers: Isolation) -> None:
+    """Overlayfs's work folder, once no overlay uses it (its inner folder may be mode 000)."""
+    for directory, dirs, _ in os.walk(layers.scratch):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                os.chmod(Path(directory, name), 0o700)
+    shutil.rmtree(layers.scratch, ignore_errors=True)
+
+
+def gate_folders(workdir: Path, output_dir: Path) -> tuple[Path, ...]:
+    """The output directory, and the gate's folders at the top of the working directory."""
+    found = [output_dir]
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(workdir):
+            path = Path(entry.path)
+            if path != output_dir and is_gate_file(path, output_dir):
+                found.append(path)
+    return tuple(found)
+
+
+def _is_whiteout(info: os.stat_result) -> bool:
+    return stat.S_ISCHR(info.st_mode) and info.st_rdev == WHITEOUT_DEVICE
 
 
 
@@ -143,6 +203,7 @@ def _entries(root: Path) -> dict[str, os.stat_result]:
     """Files and symlinks below `root` (links not followed), by relative path."""
     found: dict[str, os.stat_result] = {}
     for directory, dirs, names in os.walk(root):
+        # Names of files, links and (for whiteouts) devices; links to folders are in `dirs`.
         for name in [*names, *(d for d in dirs if Path(directory, d).is_symlink())]:
             path = Path(directory, name)
             found[path.relative_to(root).as_posix()] = path.lstat()

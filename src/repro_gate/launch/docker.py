@@ -16,6 +16,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -130,6 +131,10 @@ class DockerLauncher:
     def python_executable(self) -> str:
         """The image's own interpreter, found on its PATH."""
         return "python"
+
+    def isolates(self, output_dir: Path) -> bool:
+        """A container is isolated already: its runs start in a copy (mounted writable)."""
+        return False
 
     def image(self) -> docker.models.images.Image:
         """The training image, resolved (and pulled if needed) once per gate run."""

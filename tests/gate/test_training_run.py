@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from repro_gate import probe
+from repro_gate import notices, probe
 from repro_gate.compare import sha256_file
 from repro_gate.config import Config, CostConfig, ReferenceConfig
 from repro_gate.errors import ErrorKind
 from repro_gate.fingerprint.seeding import DETERMINISM_VARIABLES
+from repro_gate.gate import workcopy
 from repro_gate.gate.collect import Artifact
 from repro_gate.gate.training_run import (
     REFERENCE_DIR,
@@ -30,7 +32,7 @@ from repro_gate.gate.training_run import (
     user_environment,
 )
 from repro_gate.gate.workcopy import WORK_SUBDIR
-from repro_gate.launch import namespaces
+from repro_gate.launch import namespaces, progress
 from repro_gate.launch.base import RunOutcome
 from repro_gate.launch.local import LocalLauncher
 from repro_gate.launch.shell import shell_argv
@@ -218,3 +220,27 @@ def test_a_fresh_run_directory_replaces_a_file_of_its_name(tmp_path: Path) -> No
     assert fresh_run_dir(tmp_path / "runs") == tmp_path / "runs"
     assert (tmp_path / "runs").is_dir()
     assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_a_slow_copy_says_how_far_it_got(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(namespaces.ENV_NAMESPACES, "off")
+    monkeypatch.setenv(progress.ENV_STATUS_SECONDS, "0.1")
+    copy_file = workcopy._copy_file
+
+    def slowly(source: Path, target: Path) -> None:
+        time.sleep(0.2)
+        copy_file(source, target)
+
+    monkeypatch.setattr(workcopy, "_copy_file", slowly)
+    config = config_in(tmp_path, command="python train.py")
+    for index in range(3):
+        (config.workdir / f"part{index}.py").write_text("x = 1\n")
+    said: list[str] = []
+
+    with notices.sent_to(said.append):
+        build_spec(config, LocalLauncher(), "A", "deterministic")
+
+    copying = [line for line in said if "making the working copy of run A: " in line]
+    assert len(copying) >= 3, said
+    assert copying[-1].startswith("repro-gate: making the working copy of run A: ")
+    assert " files, 0 MB copied, " in copying[-1]

@@ -174,12 +174,16 @@ def build_spec(
     an overlay whose upper layer is in the run directory where the launcher isolates runs,
     else it starts in a fresh copy of it there."""
     output_dir = config.output_dir
-    run_dir = fresh_run_dir(output_dir / "runs" / name)
+    with progress.watching_phase(f"removing the earlier run folder of run {name}"):
+        run_dir = fresh_run_dir(output_dir / "runs" / name)
     isolation, workdir = None, config.workdir
     if launcher.isolates(output_dir):
         isolation = workcopy.isolation(config.workdir, run_dir, output_dir)
     else:
-        workdir = workcopy.make(config.workdir, run_dir / workcopy.WORK_SUBDIR, output_dir).path
+        tally = workcopy.Tally()
+        with progress.watching_phase(f"making the working copy of run {name}", tally.text):
+            workdir = workcopy.make(config.workdir, run_dir / workcopy.WORK_SUBDIR, output_dir,
+                                    tally).path
     # The probe ends the cost run at the end of its plan, whose blocks it may lengthen.
     cost_steps = cost_plan.reference_steps(config.cost) if mode == "cost" else None
     argv, extra_path = command_argv(config, launcher, cost_steps)
@@ -238,7 +242,9 @@ def gather(
     elif spec.workspace is not None:
         copy = workcopy.WorkCopy(spec.workdir, spec.workspace)
         copy.name_workspace_files(probe.probe_output_dir(spec.run_dir))
-        copy.keep_only_written()
+        with progress.watching_phase(f"removing what run {spec.name} did not write from its"
+                                     " working copy"):
+            copy.keep_only_written()
     trajectories = probe.read_trajectories(spec.run_dir)
     ranks = sorted({0, *trajectories})
     statuses = [probe.read_json(spec.run_dir, probe.STATUS_FILE, rank) for rank in ranks]
@@ -247,7 +253,8 @@ def gather(
         for rank in ranks
         for alert in _as_list(probe.read_json(spec.run_dir, probe.ALERTS_FILE, rank))
     ]
-    collection = artifacts.collect(spec.run_dir, configured_globs)
+    with progress.watching_phase(f"collecting the artifacts of run {spec.name}"):
+        collection = artifacts.collect(spec.run_dir, configured_globs)
     return RunRecord(
         name=spec.name,
         mode=spec.mode,

@@ -139,12 +139,24 @@ class WorkCopy:
                     os.rmdir(directory)
 
 
-def make(workdir: Path, target: Path, output_dir: Path) -> WorkCopy:
+@dataclass
+class Tally:
+    """How far a copy got, for its status lines (read from another thread)."""
+
+    files: int = 0
+    bytes: int = 0
+
+    def text(self) -> str:
+        return f"{self.files} files, {self.bytes / 1e6:.0f} MB copied"
+
+
+def make(workdir: Path, target: Path, output_dir: Path, tally: Tally | None = None) -> WorkCopy:
     """A fresh copy of `workdir` at `target` (which must not exist) without the gate's files."""
     if not workdir.is_dir():
         raise GateError(f"workdir is not a directory: {workdir}", kind=ErrorKind.CONFIG)
     try:
-        _copy_tree(workdir.resolve(), target, workdir.resolve(), output_dir.resolve())
+        _copy_tree(workdir.resolve(), target, _Walk(workdir.resolve(), output_dir.resolve(),
+                                                    tally or Tally()))
     except OSError as error:
         where = error.filename or workdir
         raise GateError(
@@ -163,18 +175,29 @@ def is_gate_file(path: Path, output_dir: Path) -> bool:
             or (path / OUTPUT_LOCK).is_file())
 
 
-def _copy_tree(source: Path, target: Path, root: Path, output_dir: Path) -> None:
+@dataclass(frozen=True)
+class _Walk:
+    """What every level of a copy needs: the tree's root, the output folder, the tally."""
+
+    root: Path
+    output_dir: Path
+    tally: Tally
+
+
+def _copy_tree(source: Path, target: Path, walk: _Walk) -> None:
     target.mkdir(parents=True)
     for entry in os.scandir(source):
         path, copy = Path(entry.path), target / entry.name
-        if is_gate_file(path, output_dir):
+        if is_gate_file(path, walk.output_dir):
             continue
         if entry.is_symlink():
-            os.symlink(_link_target(path, root), copy)
+            os.symlink(_link_target(path, walk.root), copy)
         elif entry.is_dir():
-            _copy_tree(path, copy, root, output_dir)
+            _copy_tree(path, copy, walk)
         elif entry.is_file():
             _copy_file(path, copy)
+            walk.tally.files += 1
+            walk.tally.bytes += entry.stat(follow_symlinks=False).st_size
         # sockets, fifos and devices are no part of a project
     shutil.copystat(source, target)
 

@@ -113,7 +113,7 @@ def test_build_spec_gives_a_fresh_run_directory_with_its_own_copy(
 
     assert spec.run_dir == config.output_dir / "runs" / "B"
     assert not stale.exists()
-    assert spec.workdir == spec.run_dir / WORK_SUBDIR
+    assert spec.workdir == config.output_dir / "work"  # one path for every run's copy
     assert (spec.workdir / "train.py").read_text() == "print('train')\n"
     assert spec.workspace == config.workdir
     assert spec.log_path == config.output_dir / "logs" / "B.log"
@@ -169,7 +169,8 @@ def test_gather_reads_every_ranks_probe_files_and_what_the_run_wrote(
     assert [a.rel_path for a in gathered.artifacts] == ["model.pt"]
     assert gathered.unmatched_globs == []
     assert gathered.ended_cleanly  # torchrun's exit 1 for a rank the probe stopped
-    assert sorted(p.name for p in spec.workdir.iterdir()) == ["model.pt"]
+    assert sorted(p.name for p in (spec.run_dir / WORK_SUBDIR).iterdir()) == ["model.pt"]
+    assert not spec.workdir.exists()  # moved into the run directory
 
 
 def test_how_a_run_ended(tmp_path: Path) -> None:

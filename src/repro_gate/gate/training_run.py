@@ -180,10 +180,7 @@ def build_spec(
     if launcher.isolates(output_dir):
         isolation = workcopy.isolation(config.workdir, run_dir, output_dir)
     else:
-        tally = workcopy.Tally()
-        with progress.watching_phase(f"making the working copy of run {name}", tally.text):
-            workdir = workcopy.make(config.workdir, run_dir / workcopy.WORK_SUBDIR, output_dir,
-                                    tally).path
+        workdir = _copy(config, name)
     # The probe ends the cost run at the end of its plan, whose blocks it may lengthen.
     cost_steps = cost_plan.reference_steps(config.cost) if mode == "cost" else None
     argv, extra_path = command_argv(config, launcher, cost_steps)
@@ -201,6 +198,17 @@ def build_spec(
         python_path=[probe.INJECT_DIR, *extra_path],
         reference_trajectory=reference_trajectory,
     )
+
+
+def _copy(config: Config, name: str) -> Path:
+    """Run `name`'s copy of the working directory, at the one path every run's copy is made
+    (what an interrupted gate left there is removed first)."""
+    target = config.output_dir / workcopy.COPY_SUBDIR
+    with progress.watching_phase(f"removing an earlier working copy at {target}"):
+        fresh_run_dir(target).rmdir()
+    tally = workcopy.Tally()
+    with progress.watching_phase(f"making the working copy of run {name}", tally.text):
+        return workcopy.make(config.workdir, target, config.output_dir, tally, config.data).path
 
 
 def fresh_run_dir(run_dir: Path) -> Path:
@@ -245,6 +253,7 @@ def gather(
         with progress.watching_phase(f"removing what run {spec.name} did not write from its"
                                      " working copy"):
             copy.keep_only_written()
+        copy.move_to(spec.run_dir / workcopy.WORK_SUBDIR)
     trajectories = probe.read_trajectories(spec.run_dir)
     ranks = sorted({0, *trajectories})
     statuses = [probe.read_json(spec.run_dir, probe.STATUS_FILE, rank) for rank in ranks]

@@ -12,6 +12,14 @@ run `work/` holds exactly what the run wrote, a deletion as a whiteout (`Layer`)
 - The copy holds everything, `.git` included (a training may ask git for its commit), except the
   gate's own files: its lock directory and every gate output directory (this gate's, wherever
   it is, and any directory another gate's output lock marks).
+- Virtual environments (folders holding `pyvenv.cfg`) and the paths listed under `data:` are
+  not copied: the copy holds an absolute link to the user's own (in Docker mode it resolves
+  into the working directory's read-only mount). What the copy costs is the code, not the
+  environment or the data set.
+- The copy is made at one path for every run, `<output_dir>/work`, and moved into its run
+  directory once the run is over: a training that records its working directory (in a
+  checkpoint, a config dump) records the same path in every run, so a verdict never depends on
+  whether the runs got an overlay or a copy.
 - Files are cloned copy-on-write where the filesystem allows (the FICLONE ioctl: btrfs, XFS,
   overlayfs over them), else copied; never hard-linked, so a training that rewrites a file in
   place changes only its copy. Symlinks stay symlinks; a relative one that leads out of the
@@ -40,6 +48,8 @@ from repro_gate.gate.file_lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
 from repro_gate.launch.base import Isolation
 
 WORK_SUBDIR = "work"  # the run's working copy, inside its run directory
+COPY_SUBDIR = "work"  # where every run's copy is made, inside the output directory
+VENV_MARKER = "pyvenv.cfg"  # a folder holding it is a virtual environment: linked, not copied
 SCRATCH_SUBDIR = ".overlay-work"  # overlayfs's own work folder, beside the upper layer
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
 WHITEOUT_DEVICE = 0  # overlayfs marks a deleted file with a character device 0:0
@@ -110,8 +120,9 @@ class WorkCopy:
         """Relative paths of the files and links the run created or changed in its copy: those
         that differ from the working directory's in kind, size or modification time (the copy
         keeps them)."""
+        root = self.source.resolve()
         return {rel for rel, info in _entries(self.path).items()
-                if not _same(info, self.source / rel)}
+                if not (_same(info, self.source / rel) or _own_link(self.path / rel, root / rel))}
 
     def name_workspace_files(self, probe_dir: Path) -> None:
         """Rewrite paths into the copy as paths into the working directory in the probe's JSON
@@ -126,6 +137,15 @@ class WorkCopy:
                     path.write_text(pattern.sub(lambda _: workspace, text), encoding="utf-8")
             except (OSError, UnicodeError):  # unreadable: the gate's reader reports it
                 continue
+
+    def move_to(self, target: Path) -> WorkCopy:
+        """The copy, moved (renamed: the same filesystem) to `target` once its run is over."""
+        try:
+            os.replace(self.path, target)
+        except OSError as error:
+            raise GateError(f"cannot move the working copy {self.path} to {target}:"
+                            f" {error.strerror or error}", kind=ErrorKind.OUTPUT_DIR) from None
+        return WorkCopy(target, self.source)
 
     def keep_only_written(self) -> None:
         """Remove what the run did not write, then the directories that are left empty."""
@@ -150,13 +170,17 @@ class Tally:
         return f"{self.files} files, {self.bytes / 1e6:.0f} MB copied"
 
 
-def make(workdir: Path, target: Path, output_dir: Path, tally: Tally | None = None) -> WorkCopy:
-    """A fresh copy of `workdir` at `target` (which must not exist) without the gate's files."""
+def make(workdir: Path, target: Path, output_dir: Path, tally: Tally | None = None,
+         linked: tuple[Path, ...] = ()) -> WorkCopy:
+    """A fresh copy of `workdir` at `target` (which must not exist) without the gate's files;
+    virtual environments and the `linked` paths (`data:`, relative to `workdir`) are links."""
     if not workdir.is_dir():
         raise GateError(f"workdir is not a directory: {workdir}", kind=ErrorKind.CONFIG)
+    root = workdir.resolve()
+    walk = _Walk(root, output_dir.resolve(), tally or Tally(),
+                 frozenset(Path(os.path.normpath(root / path)) for path in linked))
     try:
-        _copy_tree(workdir.resolve(), target, _Walk(workdir.resolve(), output_dir.resolve(),
-                                                    tally or Tally()))
+        _copy_tree(root, target, walk)
     except OSError as error:
         where = error.filename or workdir
         raise GateError(
@@ -182,6 +206,11 @@ class _Walk:
     root: Path
     output_dir: Path
     tally: Tally
+    linked: frozenset[Path]  # absolute: the `data:` paths
+
+    def links(self, path: Path) -> bool:
+        """Whether the copy links to `path` instead of copying it: data, a virtualenv."""
+        return path in self.linked or (path.is_dir() and (path / VENV_MARKER).is_file())
 
 
 def _copy_tree(source: Path, target: Path, walk: _Walk) -> None:
@@ -190,7 +219,9 @@ def _copy_tree(source: Path, target: Path, walk: _Walk) -> None:
         path, copy = Path(entry.path), target / entry.name
         if is_gate_file(path, walk.output_dir):
             continue
-        if entry.is_symlink():
+        if not entry.is_symlink() and walk.links(path):
+            os.symlink(path, copy)
+        elif entry.is_symlink():
             os.symlink(_link_target(path, walk.root), copy)
         elif entry.is_dir():
             _copy_tree(path, copy, walk)
@@ -231,6 +262,14 @@ def _entries(root: Path) -> dict[str, os.stat_result]:
             path = Path(directory, name)
             found[path.relative_to(root).as_posix()] = path.lstat()
     return found
+
+
+def _own_link(copied: Path, original: Path) -> bool:
+    """Whether the copy's entry is still the link the copy made to `original` (data, venv)."""
+    try:
+        return os.readlink(copied) == str(original)
+    except OSError:
+        return False
 
 
 def _same(copied: os.stat_result, original: Path) -> bool:

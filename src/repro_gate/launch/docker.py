@@ -148,6 +148,8 @@ class DockerLauncher:
         user = self.settings.user or default_user(spec.workspace or spec.workdir)
         spec.run_dir.mkdir(parents=True, exist_ok=True)
         make_writable_for(spec.run_dir, user)
+        if spec.workspace is not None:  # the run's copy, at the one path of every run's
+            make_writable_for(spec.workdir, user)
         staging = spec.run_dir.parent / f".{spec.run_dir.name}.python-path"
         run_mounts = docker_mounts.run_mounts(spec, staging, self.translator)
         python_path = run_mounts.python_path

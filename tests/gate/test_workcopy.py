@@ -11,7 +11,7 @@ import pytest
 
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate.file_lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
-from repro_gate.gate.workcopy import is_gate_file, make
+from repro_gate.gate.workcopy import foreign_entry, is_gate_file, make
 
 
 def project(tmp_path: Path) -> tuple[Path, Path]:
@@ -159,3 +159,22 @@ def test_a_copy_moves_to_its_run_directory_with_what_the_run_wrote(tmp_path: Pat
 
     assert files_under(moved.path) == {"model.pt"}
     assert not (output_dir / "work").exists()
+
+
+def test_an_entry_of_another_owner_is_found_and_the_gates_folders_are_not_looked_at(
+    tmp_path: Path,
+) -> None:
+    workdir, output_dir = project(tmp_path)
+    uid, gid = os.geteuid(), os.getegid()
+    (output_dir / "runs" / "old.txt").write_text("")
+    (workdir / "other-out" / "x.txt").write_text("")
+
+    assert foreign_entry(workdir, output_dir.resolve(), uid, gid) is None
+    if uid == 0:  # only root can give a file away
+        os.chown(output_dir / "runs" / "old.txt", 12345, 12345)
+        os.chown(workdir / "other-out" / "x.txt", 12345, 12345)
+        assert foreign_entry(workdir, output_dir.resolve(), uid, gid) is None
+        os.chown(workdir / "src" / "model.py", uid, 12345)  # another group is enough
+        assert foreign_entry(workdir, output_dir.resolve(), uid, gid) == (
+            workdir / "src" / "model.py")
+    assert foreign_entry(workdir, output_dir.resolve(), uid + 1, gid) is not None

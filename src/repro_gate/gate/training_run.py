@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repro_gate import probe
+from repro_gate import notices, probe
 from repro_gate.compare import sha256_file
 from repro_gate.compare.run_pair import RunSide
 from repro_gate.config import Config
@@ -177,7 +178,7 @@ def build_spec(
     with progress.watching_phase(f"removing the earlier run folder of run {name}"):
         run_dir = fresh_run_dir(output_dir / "runs" / name)
     isolation, workdir = None, config.workdir
-    if launcher.isolates(output_dir):
+    if launcher.isolates(output_dir) and overlay_allowed(config.workdir, output_dir):
         isolation = workcopy.isolation(config.workdir, run_dir, output_dir)
     else:
         workdir = _copy(config, name)
@@ -198,6 +199,21 @@ def build_spec(
         python_path=[probe.INJECT_DIR, *extra_path],
         reference_trajectory=reference_trajectory,
     )
+
+
+@functools.cache
+def overlay_allowed(workdir: Path, output_dir: Path) -> bool:
+    """Whether every file of `workdir` can be copied up by this gate's user: root maps every
+    id; another user maps only its own (said once, and the runs get copies)."""
+    if os.geteuid() == 0 or not workdir.is_dir():
+        return True
+    foreign = workcopy.foreign_entry(workdir.resolve(), output_dir.resolve(), os.geteuid(),
+                                     os.getegid())
+    if foreign is not None:
+        notices.say(f"working copies: each run gets a copy of the working directory, not an"
+                    f" overlay: {foreign} belongs to another user or group, which an"
+                    f" unprivileged overlay cannot copy up")
+    return foreign is None
 
 
 def _copy(config: Config, name: str) -> Path:

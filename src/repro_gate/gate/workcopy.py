@@ -84,6 +84,22 @@ def isolation(workdir: Path, run_dir: Path, output_dir: Path) -> Isolation:
     return Isolation(upper, scratch, gate_folders(workdir.resolve(), output_dir.resolve()))
 
 
+def foreign_entry(workdir: Path, output_dir: Path, uid: int, gid: int) -> Path | None:
+    """The first file or folder of `workdir` (the gate's folders left out) that user `uid` of
+    group `gid` does not own: overlayfs cannot copy it up in a namespace that maps only them
+    (EOVERFLOW), so a non-root gate's runs get a copy instead. A walk of names and owners only,
+    once per gate: a fraction of a second for a virtualenv of 30,000 files."""
+    for directory, dirs, names in os.walk(workdir):
+        dirs[:] = [d for d in dirs if not is_gate_file(Path(directory, d), output_dir)]
+        for name in [*dirs, *names]:
+            path = Path(directory, name)
+            with contextlib.suppress(OSError):
+                info = path.lstat()
+                if not stat.S_ISLNK(info.st_mode) and (info.st_uid, info.st_gid) != (uid, gid):
+                    return path
+    return None
+
+
 def remove_scratch(layers: Isolation) -> None:
     """Overlayfs's work folder, once no overlay uses it (its inner folder may be mode 000)."""
     for directory, dirs, _ in os.walk(layers.scratch):

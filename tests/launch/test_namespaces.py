@@ -5,6 +5,7 @@ tiny Python scripts under the real init (the kernel must allow user namespaces).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -174,3 +175,26 @@ def test_the_switch_turns_namespaces_off(tmp_path: Path, monkeypatch: pytest.Mon
 
     assert namespaces.refusal(tmp_path) == "REPRO_GATE_NAMESPACES=off"
     assert not LocalLauncher().isolates(tmp_path)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a nosuid tmpfs for the test needs root")
+def test_read_only_binds_keep_the_locked_flags_of_their_mount(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "nosuid,nodev", "tmpfs", str(locked)],
+                   check=True)
+    try:
+        workspace = project(locked)
+        reference = workspace / "repro-gate-out" / "runs" / "A" / ".repro-gate"
+        reference.mkdir(parents=True)
+        (reference / "trajectory.jsonl").write_text("{}\n")
+        run_spec = spec(workspace, "B", "import os\n"
+                        "path = os.environ['REPRO_GATE_REFERENCE_TRAJECTORY']\n"
+                        "print(open(path + '/trajectory.jsonl').read().strip())\n"
+                        "try:\n    open(path + '/x', 'w')\n"
+                        "except OSError as error:\n    print('refused', error.errno)\n")
+        run_spec.reference_trajectory = reference
+
+        assert run(run_spec) == (0, ["{}", "refused 30"])
+    finally:
+        subprocess.run(["umount", "-l", str(locked)], check=False)

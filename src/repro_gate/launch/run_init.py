@@ -128,10 +128,16 @@ def fd_path(fd: int) -> str:
 
 
 def read_only(path: str) -> None:
-    """`path` bound onto itself read-only (its other flags kept: they may be locked)."""
+    """`path` bound onto itself read-only."""
+    mount(path, path, None, MS_BIND | MS_REC)
+    remount_read_only(path)
+
+
+def remount_read_only(path: str) -> None:
+    """The bind mount at `path` made read-only, its other flags kept: the kernel locks those
+    of a mount from the gate's namespace (nosuid, nodev on /tmp), and refuses to drop them."""
     flags = os.statvfs(path).f_flag
     kept = (flags & KEPT_FLAGS) | (MS_RELATIME if flags & ST_RELATIME else 0)
-    mount(path, path, None, MS_BIND | MS_REC)
     mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
 
 
@@ -149,7 +155,7 @@ def bind(fd: int, path: str, writable: bool, is_dir: bool) -> None:
         open(path, "w").close()
     mount(fd_path(fd), path, None, MS_BIND | MS_REC)
     if not writable:
-        mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+        remount_read_only(path)
 
 
 def build_view(plan: dict[str, Any]) -> None:
@@ -246,12 +252,8 @@ def run(plan: dict[str, Any], report_fd: int) -> int:
     if child == 0:
         os._exit(init(plan, report_fd))
     forward_to(child)
-    while True:
-        try:
-            os.waitpid(child, 0)
-            return 0
-        except ChildProcessError:
-            return 0
+    os.waitpid(child, 0)  # returns once the kernel has emptied the namespace
+    return 0
 
 
 def check(parent: str) -> int:

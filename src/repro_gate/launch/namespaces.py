@@ -18,6 +18,11 @@ files before the training starts:
 
 When the training's main process exits, its PID 1 exits and the kernel kills every process left
 in the namespace before the gate's wait returns: no process of the run can write after it.
+
+One difference from a bare run stays: renaming a folder that comes from the workspace fails
+with EXDEV (an unprivileged overlay may not record the rename, `redirect_dir` needs trusted
+xattrs). `mv` and `shutil.move` copy instead; `os.rename` does not, and a training that relies
+on it runs with REPRO_GATE_NAMESPACES=off.
 """
 
 from __future__ import annotations

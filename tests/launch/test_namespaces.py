@@ -36,13 +36,14 @@ def project(tmp_path: Path) -> Path:
     return workspace
 
 
-def spec(workspace: Path, name: str, code: str, timeout: float = 30.0) -> RunSpec:
+def spec(workspace: Path, name: str, code: str, timeout: float = 30.0,
+         masked: tuple[Path, ...] = ()) -> RunSpec:
     output = workspace / "repro-gate-out"
     run_dir = output / "runs" / name
     upper, scratch = run_dir / "work", run_dir / ".overlay-work"
     upper.mkdir(parents=True)
     scratch.mkdir()
-    isolation = Isolation(upper, scratch, (output, workspace / WORKDIR_LOCK_DIR))
+    isolation = Isolation(upper, scratch, masked or (output, workspace / WORKDIR_LOCK_DIR))
     return RunSpec(name, "deterministic", [sys.executable, "-c", code], workspace, run_dir, {},
                    timeout, output / "logs" / f"{name}.log", [], workspace=workspace,
                    isolation=isolation)
@@ -198,3 +199,15 @@ def test_read_only_binds_keep_the_locked_flags_of_their_mount(tmp_path: Path) ->
         assert run(run_spec) == (0, ["{}", "refused 30"])
     finally:
         subprocess.run(["umount", "-l", str(locked)], check=False)
+
+
+def test_a_gate_folder_inside_another_is_hidden_by_the_outer_mask(tmp_path: Path) -> None:
+    workspace = project(tmp_path)
+    inner = workspace / "repro-gate-out" / "upgrade" / "baseline"
+    inner.mkdir(parents=True)
+    run_spec = spec(workspace, "A", "import os; print(os.listdir('repro-gate-out'))",
+                    masked=(inner, workspace / "repro-gate-out"))
+
+    assert run(run_spec) == (0, ["['runs']"])
+    assert namespaces.outermost([inner, workspace / "repro-gate-out", inner]) == (
+        workspace / "repro-gate-out",)

@@ -102,11 +102,21 @@ def under(path: Path, folders: tuple[Path, ...]) -> bool:
     return any(path.is_relative_to(folder) for folder in folders)
 
 
+def outermost(folders: list[Path]) -> tuple[Path, ...]:
+    """The folders not inside another: one mask hides what lies below it (an upgrade check's
+    gate writes inside the output folder of the check, itself a gate's folder)."""
+    kept: list[Path] = []
+    for folder in sorted(set(folders), key=lambda path: len(path.parts)):
+        if not under(folder, tuple(kept)):
+            kept.append(folder)
+    return tuple(kept)
+
+
 def plan(spec: RunSpec) -> dict[str, object]:
     """What run_init.py mounts for `spec`, in the order it mounts it."""
     assert spec.isolation is not None and spec.workspace is not None
     isolation = spec.isolation
-    masks = tuple(path.resolve() for path in isolation.masked if path.is_dir())
+    masks = outermost([path.resolve() for path in isolation.masked if path.is_dir()])
     shown = [(spec.run_dir, True), (spec.reference_trajectory, False),
              *((path, False) for path in spec.python_path)]
     if spec.python_environment is not None:

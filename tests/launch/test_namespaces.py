@@ -211,3 +211,12 @@ def test_a_gate_folder_inside_another_is_hidden_by_the_outer_mask(tmp_path: Path
     assert run(run_spec) == (0, ["['runs']"])
     assert namespaces.outermost([inner, workspace / "repro-gate-out", inner]) == (
         workspace / "repro-gate-out",)
+
+
+def test_only_a_repository_above_the_workspace_is_made_read_only(tmp_path: Path) -> None:
+    workspace = project(tmp_path)
+
+    assert namespaces.repository_root(workspace) == tmp_path / "repo"
+    (workspace / ".git").mkdir()
+    assert namespaces.repository_root(workspace) is None  # the workspace is the repository
+    assert namespaces.repository_root(tmp_path / "elsewhere") is None

@@ -91,10 +91,13 @@ def init_command(*args: str) -> list[str]:
 
 
 def repository_root(workspace: Path) -> Path | None:
-    """The root of the git repository holding `workspace`, when it lies above it."""
-    for folder in workspace.parents:
+    """The root of the git repository holding `workspace`, when it lies above it. Never the
+    home folder or `/` (a dotfiles repository): the training writes its caches there."""
+    for folder in (workspace, *workspace.parents):
         if (folder / ".git").exists():
-            return folder
+            home = Path(os.path.expanduser("~")).resolve()
+            keep = folder == workspace or folder in (home, Path("/"))
+            return None if keep else folder
     return None
 
 

@@ -136,7 +136,8 @@ def test_the_init_forwards_sigterm_at_the_timeout(tmp_path: Path) -> None:
     exit_code, lines = run(spec(workspace, "A", code, timeout=4.0))
 
     assert exit_code is None
-    assert lines == ["ready", "terminated"]
+    # The gate signals every process it finds too: the handler may run twice.
+    assert lines[0] == "ready" and lines[1].startswith("terminated"), lines
     assert time.monotonic() - started < 15
 
 

@@ -178,7 +178,7 @@ def recording_project(root: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def gates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
+def launch_modes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
     """One gate with namespaces, one with them switched off, status lines every 0.05 s."""
     results = {}
     for switch in ("on", "off"):
@@ -192,8 +192,10 @@ def gates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
 
 
 @pytest.mark.parametrize("switch", ["on", "off"])
-def test_both_working_copies_give_the_same_verdict(gates: dict[str, Result], switch: str) -> None:
-    result = gates[switch]
+def test_both_working_copies_give_the_same_verdict(
+    launch_modes: dict[str, Result], switch: str,
+) -> None:
+    result = launch_modes[switch]
 
     assert result.exit_code == 0, result.stdout + result.stderr
     for run in result.manifest["runs"]:
@@ -203,9 +205,9 @@ def test_both_working_copies_give_the_same_verdict(gates: dict[str, Result], swi
 
 
 def test_switched_off_the_runs_get_a_copy_that_links_the_venv_and_data_and_says_so(
-    gates: dict[str, Result],
+    launch_modes: dict[str, Result],
 ) -> None:
-    result = gates["off"]
+    result = launch_modes["off"]
 
     notice = ("repro-gate: working copies: each run gets a copy of the working directory, not an"
               " overlay in its own namespaces (REPRO_GATE_NAMESPACES=off)")
@@ -217,8 +219,10 @@ def test_switched_off_the_runs_get_a_copy_that_links_the_venv_and_data_and_says_
     assert re.search(r": \d+ files, \d+ MB copied, \d+ s elapsed$", copying[-1]), copying
 
 
-def test_with_namespaces_nothing_is_copied_and_nothing_is_said(gates: dict[str, Result]) -> None:
-    result = gates["on"]
+def test_with_namespaces_nothing_is_copied_and_nothing_is_said(
+    launch_modes: dict[str, Result],
+) -> None:
+    result = launch_modes["on"]
 
     assert "working copies:" not in result.stderr
     assert "making the working copy" not in result.stderr

@@ -30,6 +30,9 @@ class WritingLauncher:
     def python_executable(self) -> str:
         return "/usr/bin/python3"
 
+    def isolates(self, output_dir: Path) -> bool:
+        return False  # its runs write into a copy, as a Docker run's do
+
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
         self.specs.append(spec)
         directory = probe.probe_output_dir(spec.run_dir)

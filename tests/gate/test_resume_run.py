@@ -47,6 +47,9 @@ class ScriptedLauncher:
     def python_executable(self) -> str:
         return "python"
 
+    def isolates(self, output_dir: Path) -> bool:
+        return False  # its runs write into a copy, as a Docker run's do
+
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
         self.specs.append(spec)
         return self.processes[len(self.specs) - 1](spec)

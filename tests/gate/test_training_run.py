@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
-from repro_gate import probe
+import pytest
+
+from repro_gate import notices, probe
 from repro_gate.compare import sha256_file
 from repro_gate.config import Config, CostConfig, ReferenceConfig
 from repro_gate.errors import ErrorKind
 from repro_gate.fingerprint.seeding import DETERMINISM_VARIABLES
+from repro_gate.gate import workcopy
 from repro_gate.gate.collect import Artifact
 from repro_gate.gate.training_run import (
     REFERENCE_DIR,
@@ -28,6 +32,7 @@ from repro_gate.gate.training_run import (
     user_environment,
 )
 from repro_gate.gate.workcopy import WORK_SUBDIR
+from repro_gate.launch import namespaces, progress
 from repro_gate.launch.base import RunOutcome
 from repro_gate.launch.local import LocalLauncher
 from repro_gate.launch.shell import shell_argv
@@ -94,7 +99,10 @@ def test_the_user_environment_records_the_users_and_the_gates_values(tmp_path: P
     assert values["gate:PYTHONHASHSEED"] == DETERMINISM_VARIABLES["PYTHONHASHSEED"]
 
 
-def test_build_spec_gives_a_fresh_run_directory_with_its_own_copy(tmp_path: Path) -> None:
+def test_build_spec_gives_a_fresh_run_directory_with_its_own_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(namespaces.ENV_NAMESPACES, "off")  # a launcher that cannot isolate
     config = config_in(tmp_path, command="python train.py", timeout=30.0,
                        cost=CostConfig(enabled=False))
     stale = config.output_dir / "runs" / "B" / "stale.txt"
@@ -105,16 +113,40 @@ def test_build_spec_gives_a_fresh_run_directory_with_its_own_copy(tmp_path: Path
 
     assert spec.run_dir == config.output_dir / "runs" / "B"
     assert not stale.exists()
-    assert spec.workdir == spec.run_dir / WORK_SUBDIR
+    assert spec.workdir == config.output_dir / "work"  # one path for every run's copy
     assert (spec.workdir / "train.py").read_text() == "print('train')\n"
     assert spec.workspace == config.workdir
     assert spec.log_path == config.output_dir / "logs" / "B.log"
     assert spec.python_path == [probe.INJECT_DIR]
     assert spec.env[probe.ENV_MAX_STEPS] == "4"
     assert spec.timeout == 30.0
+    assert spec.isolation is None
 
 
-def test_gather_reads_every_ranks_probe_files_and_what_the_run_wrote(tmp_path: Path) -> None:
+@pytest.mark.skipif(namespaces.refusal(Path("/tmp")) is not None,
+                    reason="the kernel refuses user namespaces or overlayfs here")
+def test_an_isolated_run_starts_in_the_workdir_over_its_own_layer(tmp_path: Path) -> None:
+    config = config_in(tmp_path, command="python train.py")
+
+    spec = build_spec(config, LocalLauncher(), "A", "deterministic")
+
+    assert spec.workdir == spec.workspace == config.workdir
+    assert spec.isolation is not None
+    assert spec.isolation.upper == spec.run_dir / WORK_SUBDIR
+    assert list(spec.isolation.upper.iterdir()) == []  # nothing copied
+    assert config.output_dir.resolve() in spec.isolation.masked
+    (spec.isolation.upper / "model.pt").write_bytes(b"weights")  # what the run wrote
+
+    gathered = gather(LocalLauncher(), spec, RunOutcome(0, 1.0), ["*.pt"])
+
+    assert [a.rel_path for a in gathered.artifacts] == ["model.pt"]
+    assert not spec.isolation.scratch.exists()
+
+
+def test_gather_reads_every_ranks_probe_files_and_what_the_run_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(namespaces.ENV_NAMESPACES, "off")
     config = config_in(tmp_path, command="python train.py")
     spec = build_spec(config, LocalLauncher(), "A", "deterministic")
     probe_dir = probe.probe_output_dir(spec.run_dir)
@@ -137,7 +169,8 @@ def test_gather_reads_every_ranks_probe_files_and_what_the_run_wrote(tmp_path: P
     assert [a.rel_path for a in gathered.artifacts] == ["model.pt"]
     assert gathered.unmatched_globs == []
     assert gathered.ended_cleanly  # torchrun's exit 1 for a rank the probe stopped
-    assert sorted(p.name for p in spec.workdir.iterdir()) == ["model.pt"]
+    assert sorted(p.name for p in (spec.run_dir / WORK_SUBDIR).iterdir()) == ["model.pt"]
+    assert not spec.workdir.exists()  # moved into the run directory
 
 
 def test_how_a_run_ended(tmp_path: Path) -> None:
@@ -188,3 +221,27 @@ def test_a_fresh_run_directory_replaces_a_file_of_its_name(tmp_path: Path) -> No
     assert fresh_run_dir(tmp_path / "runs") == tmp_path / "runs"
     assert (tmp_path / "runs").is_dir()
     assert list((tmp_path / "runs").iterdir()) == []
+
+
+def test_a_slow_copy_says_how_far_it_got(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(namespaces.ENV_NAMESPACES, "off")
+    monkeypatch.setenv(progress.ENV_STATUS_SECONDS, "0.1")
+    copy_file = workcopy._copy_file
+
+    def slowly(source: Path, target: Path) -> None:
+        time.sleep(0.2)
+        copy_file(source, target)
+
+    monkeypatch.setattr(workcopy, "_copy_file", slowly)
+    config = config_in(tmp_path, command="python train.py")
+    for index in range(3):
+        (config.workdir / f"part{index}.py").write_text("x = 1\n")
+    said: list[str] = []
+
+    with notices.sent_to(said.append):
+        build_spec(config, LocalLauncher(), "A", "deterministic")
+
+    copying = [line for line in said if "making the working copy of run A: " in line]
+    assert len(copying) >= 3, said
+    assert copying[-1].startswith("repro-gate: making the working copy of run A: ")
+    assert " files, 0 MB copied, " in copying[-1]

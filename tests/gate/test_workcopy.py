@@ -11,7 +11,7 @@ import pytest
 
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate.file_lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
-from repro_gate.gate.workcopy import is_gate_file, make
+from repro_gate.gate.workcopy import foreign_entry, is_gate_file, make
 
 
 def project(tmp_path: Path) -> tuple[Path, Path]:
@@ -127,3 +127,54 @@ def test_gate_files_are_the_lock_directory_and_marked_output_directories(tmp_pat
     assert is_gate_file(workdir / "other-out", output_dir)
     assert not is_gate_file(workdir / "src", output_dir)
     assert not is_gate_file(workdir / "train.py", output_dir)
+
+
+def test_virtualenvs_and_data_paths_are_linked_not_copied(tmp_path: Path) -> None:
+    workdir, output_dir = project(tmp_path)
+    (workdir / ".venv" / "lib").mkdir(parents=True)
+    (workdir / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (workdir / ".venv" / "lib" / "torch.so").write_bytes(b"big")
+    (workdir / "data" / "set").mkdir(parents=True)
+    (workdir / "data" / "set" / "train.bin").write_bytes(b"samples")
+    (workdir / "data" / "notes.txt").write_text("copied\n")
+
+    copy = make(workdir, tmp_path / "copy", output_dir, linked=(Path("data/set"),))
+
+    assert (copy.path / ".venv").readlink() == workdir.resolve() / ".venv"
+    assert (copy.path / "data" / "set").readlink() == workdir.resolve() / "data" / "set"
+    assert not (copy.path / "data").is_symlink()
+    assert (copy.path / "data" / "set" / "train.bin").read_bytes() == b"samples"
+    assert copy.written() == set()  # the copy's own links are not what the run wrote
+    copy.keep_only_written()
+    assert list(copy.path.iterdir()) == []
+
+
+def test_a_copy_moves_to_its_run_directory_with_what_the_run_wrote(tmp_path: Path) -> None:
+    workdir, output_dir = project(tmp_path)
+    copy = make(workdir, output_dir / "work", output_dir)
+    (copy.path / "model.pt").write_bytes(b"weights")
+    copy.keep_only_written()
+
+    moved = copy.move_to(output_dir / "runs" / "A")
+
+    assert files_under(moved.path) == {"model.pt"}
+    assert not (output_dir / "work").exists()
+
+
+def test_an_entry_of_another_owner_is_found_and_the_gates_folders_are_not_looked_at(
+    tmp_path: Path,
+) -> None:
+    workdir, output_dir = project(tmp_path)
+    uid, gid = os.geteuid(), os.getegid()
+    (output_dir / "runs" / "old.txt").write_text("")
+    (workdir / "other-out" / "x.txt").write_text("")
+
+    assert foreign_entry(workdir, output_dir.resolve(), uid, gid) is None
+    if uid == 0:  # only root can give a file away
+        os.chown(output_dir / "runs" / "old.txt", 12345, 12345)
+        os.chown(workdir / "other-out" / "x.txt", 12345, 12345)
+        assert foreign_entry(workdir, output_dir.resolve(), uid, gid) is None
+        os.chown(workdir / "src" / "model.py", uid, 12345)  # another group is enough
+        assert foreign_entry(workdir, output_dir.resolve(), uid, gid) == (
+            workdir / "src" / "model.py")
+    assert foreign_entry(workdir, output_dir.resolve(), uid + 1, gid) is not None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from repro_gate import notices
 from repro_gate.launch import progress
 from repro_gate.launch.base import RunSpec
 from repro_gate.probe import ENV_MAX_STEPS, TRAJECTORY_FILE, probe_output_dir
@@ -137,3 +138,26 @@ def test_a_build_status_names_what_is_built_and_how_far_it_got() -> None:
 
     assert sink.shown[0].endswith(" s elapsed")
     assert sink.ended.is_set()
+
+
+def test_a_long_phase_says_what_it_does_and_how_far_it_got(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(progress.ENV_STATUS_SECONDS, "0.05")
+    said: list[str] = []
+
+    with notices.sent_to(said.append), progress.watching_phase("copying", lambda: "3 files"):
+        time.sleep(0.3)
+
+    assert said and all(line.startswith("repro-gate: copying: 3 files, ") for line in said)
+    assert said[-1].endswith(" s elapsed")
+
+
+def test_a_short_phase_says_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(progress.ENV_STATUS_SECONDS, "5")
+    said: list[str] = []
+
+    with notices.sent_to(said.append), progress.watching_phase("copying"):
+        pass
+
+    assert said == []

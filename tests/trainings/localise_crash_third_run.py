@@ -6,8 +6,9 @@ import runpy
 import sys
 from pathlib import Path
 
-# Beside the gate's run directories, so every run of the gate sees the same count.
-launches = Path(os.environ.get("REPRO_GATE_RUN_DIR", "run")).parent / "launches.txt"
+# Outside the working directory and the gate's output (a run sees neither another run's folder
+# nor what another run wrote), so every run of the gate sees the same count.
+launches = Path(os.environ["LAUNCHES_FILE"])
 count = len(launches.read_text()) if launches.exists() else 0
 launches.write_text("x" * (count + 1))
 if count == 2:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 
 from repro_gate.environments.virtualenvs import Environment
 from repro_gate.launch.base import Launcher, LineSink, PythonEnvironment, RunOutcome, RunSpec
@@ -23,6 +24,9 @@ class InEnvironment:
 
     def python_executable(self) -> str:
         return str(self.environment.python)
+
+    def isolates(self, output_dir: Path) -> bool:
+        return self.inner.isolates(output_dir)
 
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
         inside = dataclasses.replace(spec, python_environment=self.environment)

@@ -23,7 +23,7 @@ from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateE
 from repro_gate.gate import evidence, file_lock, golden_run, resume_run, training_run, verdict
 from repro_gate.gate.localise import localise
 from repro_gate.gate.record import GateState, assemble, deterministic, now
-from repro_gate.launch import cancel
+from repro_gate.launch import cancel, progress
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
 from repro_gate.manifest.store import INVALID_MANIFEST_NAME
 from repro_gate.probe import probe_output_dir, read_trajectory
@@ -78,7 +78,8 @@ def _run_gate(
         publisher.started()
         execute_runs(config, launcher, state, sink_for)
         sides = [record.side() for record in deterministic(state.records)]
-        comparison = compare_runs(sides, config.tolerance, config.compare)
+        with progress.watching_phase("comparing the runs' records and artifacts"):
+            comparison = compare_runs(sides, config.tolerance, config.compare)
         localise(config, launcher, state, comparison,
                  lambda spec: _execute(config, launcher, spec, sink_for))
         if not state.strict_stop:
@@ -96,7 +97,8 @@ def _run_gate(
     # The verdict is decided: a late signal no longer cuts writing and publishing it short.
     cancel.ignore_from_now()
     comparison.setdefault("resume", resume_run.unchecked(config, agreed=True))
-    document = assemble(config, state, comparison, started_at, time.monotonic() - started)
+    with progress.watching_phase("hashing the artifacts for the manifest"):
+        document = assemble(config, state, comparison, started_at, time.monotonic() - started)
     path = _write(document, config.output_dir, state)
     document.update(publisher.finished(document, path))
     if path is not None:

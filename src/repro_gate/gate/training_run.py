@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from repro_gate import probe
+from repro_gate import notices, probe
 from repro_gate.compare import sha256_file
 from repro_gate.compare.run_pair import RunSide
 from repro_gate.config import Config
@@ -170,11 +171,17 @@ def build_spec(
     reference_trajectory: Path | None = None,
     max_steps: int = 0,
 ) -> RunSpec:
-    """A fresh run directory, holding a fresh copy of the working directory, and the spec of
-    one run, which starts in that copy."""
+    """A fresh run directory and the spec of one run: it sees the working directory through
+    an overlay whose upper layer is in the run directory where the launcher isolates runs,
+    else it starts in a fresh copy of it there."""
     output_dir = config.output_dir
-    run_dir = fresh_run_dir(output_dir / "runs" / name)
-    work = workcopy.make(config.workdir, run_dir / workcopy.WORK_SUBDIR, output_dir)
+    with progress.watching_phase(f"removing the earlier run folder of run {name}"):
+        run_dir = fresh_run_dir(output_dir / "runs" / name)
+    isolation, workdir = None, config.workdir
+    if launcher.isolates(output_dir) and overlay_allowed(config.workdir, output_dir):
+        isolation = workcopy.isolation(config.workdir, run_dir, output_dir)
+    else:
+        workdir = _copy(config, name)
     # The probe ends the cost run at the end of its plan, whose blocks it may lengthen.
     cost_steps = cost_plan.reference_steps(config.cost) if mode == "cost" else None
     argv, extra_path = command_argv(config, launcher, cost_steps)
@@ -182,8 +189,9 @@ def build_spec(
         name=name,
         mode=mode,
         argv=argv,
-        workdir=work.path,
+        workdir=workdir,
         workspace=config.workdir,
+        isolation=isolation,
         run_dir=run_dir,
         env=run_environment(config, mode, max_steps),
         timeout=config.timeout,
@@ -191,6 +199,32 @@ def build_spec(
         python_path=[probe.INJECT_DIR, *extra_path],
         reference_trajectory=reference_trajectory,
     )
+
+
+@functools.cache
+def overlay_allowed(workdir: Path, output_dir: Path) -> bool:
+    """Whether every file of `workdir` can be copied up by this gate's user: root maps every
+    id; another user maps only its own (said once, and the runs get copies)."""
+    if os.geteuid() == 0 or not workdir.is_dir():
+        return True
+    foreign = workcopy.foreign_entry(workdir.resolve(), output_dir.resolve(), os.geteuid(),
+                                     os.getegid())
+    if foreign is not None:
+        notices.say(f"working copies: each run gets a copy of the working directory, not an"
+                    f" overlay: {foreign} belongs to another user or group, which an"
+                    f" unprivileged overlay cannot copy up")
+    return foreign is None
+
+
+def _copy(config: Config, name: str) -> Path:
+    """Run `name`'s copy of the working directory, at the one path every run's copy is made
+    (what an interrupted gate left there is removed first)."""
+    target = config.output_dir / workcopy.COPY_SUBDIR
+    with progress.watching_phase(f"removing an earlier working copy at {target}"):
+        fresh_run_dir(target).rmdir()
+    tally = workcopy.Tally()
+    with progress.watching_phase(f"making the working copy of run {name}", tally.text):
+        return workcopy.make(config.workdir, target, config.output_dir, tally, config.data).path
 
 
 def fresh_run_dir(run_dir: Path) -> Path:
@@ -227,10 +261,15 @@ def gather(
     launcher: Launcher, spec: RunSpec, outcome: RunOutcome, configured_globs: list[str] | None
 ) -> RunRecord:
     """What a finished run left: probe files and artifacts, as `execute` records them."""
-    if spec.workspace is not None:
+    if spec.isolation is not None:
+        workcopy.remove_scratch(spec.isolation)
+    elif spec.workspace is not None:
         copy = workcopy.WorkCopy(spec.workdir, spec.workspace)
         copy.name_workspace_files(probe.probe_output_dir(spec.run_dir))
-        copy.keep_only_written()
+        with progress.watching_phase(f"removing what run {spec.name} did not write from its"
+                                     " working copy"):
+            copy.keep_only_written()
+        copy.move_to(spec.run_dir / workcopy.WORK_SUBDIR)
     trajectories = probe.read_trajectories(spec.run_dir)
     ranks = sorted({0, *trajectories})
     statuses = [probe.read_json(spec.run_dir, probe.STATUS_FILE, rank) for rank in ranks]
@@ -239,7 +278,8 @@ def gather(
         for rank in ranks
         for alert in _as_list(probe.read_json(spec.run_dir, probe.ALERTS_FILE, rank))
     ]
-    collection = artifacts.collect(spec.run_dir, configured_globs)
+    with progress.watching_phase(f"collecting the artifacts of run {spec.name}"):
+        collection = artifacts.collect(spec.run_dir, configured_globs)
     return RunRecord(
         name=spec.name,
         mode=spec.mode,

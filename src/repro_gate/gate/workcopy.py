@@ -1,13 +1,25 @@
-"""Each run's own copy of the working directory, and what the run wrote there.
+"""Each run's own view of the working directory, and what the run wrote there.
 
-Every run (A, B, the cost run, the noise floor, the localisation run) starts in a fresh copy of
-the working directory under its run directory (`<output_dir>/runs/<name>/work`), in local and
-Docker mode alike: a file one run writes (a checkpoint to resume from, a cache) is never seen by
-the next run, and nothing is left in the user's tree.
+Every run (A, B, the cost run, the noise floor, the localisation run) writes into its own
+`<output_dir>/runs/<name>/work`: a file one run writes (a checkpoint to resume from, a cache) is
+never seen by the next run, and nothing is left in the user's tree.
+
+Local runs, where the kernel allows it, see the working directory at its own path through an
+overlay whose upper layer is `work/` (launch/namespaces.py): nothing is copied, and after the
+run `work/` holds exactly what the run wrote, a deletion as a whiteout (`Layer`). Elsewhere
+(Docker mode, or namespaces refused) the run starts in a copy, made as follows.
 
 - The copy holds everything, `.git` included (a training may ask git for its commit), except the
   gate's own files: its lock directory and every gate output directory (this gate's, wherever
   it is, and any directory another gate's output lock marks).
+- Virtual environments (folders holding `pyvenv.cfg`) and the paths listed under `data:` are
+  not copied: the copy holds an absolute link to the user's own (in Docker mode it resolves
+  into the working directory's read-only mount). What the copy costs is the code, not the
+  environment or the data set.
+- The copy is made at one path for every run, `<output_dir>/work`, and moved into its run
+  directory once the run is over: a training that records its working directory (in a
+  checkpoint, a config dump) records the same path in every run, so a verdict never depends on
+  whether the runs got an overlay or a copy.
 - Files are cloned copy-on-write where the filesystem allows (the FICLONE ioctl: btrfs, XFS,
   overlayfs over them), else copied; never hard-linked, so a training that rewrites a file in
   place changes only its copy. Symlinks stay symlinks; a relative one that leads out of the
@@ -33,9 +45,83 @@ from pathlib import Path
 
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate.file_lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
+from repro_gate.launch.base import Isolation
 
 WORK_SUBDIR = "work"  # the run's working copy, inside its run directory
+COPY_SUBDIR = "work"  # where every run's copy is made, inside the output directory
+VENV_MARKER = "pyvenv.cfg"  # a folder holding it is a virtual environment: linked, not copied
+SCRATCH_SUBDIR = ".overlay-work"  # overlayfs's own work folder, beside the upper layer
 FICLONE = 0x40049409  # linux/fs.h: _IOW(0x94, 9, int)
+WHITEOUT_DEVICE = 0  # overlayfs marks a deleted file with a character device 0:0
+
+
+@dataclass(frozen=True)
+class Layer:
+    """The upper layer of a run's overlay: what the run wrote over the working directory."""
+
+    path: Path
+
+    def written(self) -> set[str]:
+        """Relative paths of the files and links the run created or changed."""
+        return {rel for rel, info in _entries(self.path).items() if not _is_whiteout(info)}
+
+    def deleted(self) -> set[str]:
+        """Relative paths of the working directory's entries the run deleted (whiteouts)."""
+        return {rel for rel, info in _entries(self.path).items() if _is_whiteout(info)}
+
+
+def isolation(workdir: Path, run_dir: Path, output_dir: Path) -> Isolation:
+    """A run's overlay layers in its run directory, and the gate's folders it must not see."""
+    if not workdir.is_dir():
+        raise GateError(f"workdir is not a directory: {workdir}", kind=ErrorKind.CONFIG)
+    upper, scratch = run_dir / WORK_SUBDIR, run_dir / SCRATCH_SUBDIR
+    try:
+        upper.mkdir()
+        scratch.mkdir()
+    except OSError as error:
+        raise GateError(f"cannot make the run's working layer in {run_dir}:"
+                        f" {error.strerror or error}", kind=ErrorKind.OUTPUT_DIR) from None
+    return Isolation(upper, scratch, gate_folders(workdir.resolve(), output_dir.resolve()))
+
+
+def foreign_entry(workdir: Path, output_dir: Path, uid: int, gid: int) -> Path | None:
+    """The first file or folder of `workdir` (the gate's folders left out) that user `uid` of
+    group `gid` does not own: overlayfs cannot copy it up in a namespace that maps only them
+    (EOVERFLOW), so a non-root gate's runs get a copy instead. A walk of names and owners only,
+    once per gate: a fraction of a second for a virtualenv of 30,000 files."""
+    for directory, dirs, names in os.walk(workdir):
+        dirs[:] = [d for d in dirs if not is_gate_file(Path(directory, d), output_dir)]
+        for name in [*dirs, *names]:
+            path = Path(directory, name)
+            with contextlib.suppress(OSError):
+                info = path.lstat()
+                if not stat.S_ISLNK(info.st_mode) and (info.st_uid, info.st_gid) != (uid, gid):
+                    return path
+    return None
+
+
+def remove_scratch(layers: Isolation) -> None:
+    """Overlayfs's work folder, once no overlay uses it (its inner folder may be mode 000)."""
+    for directory, dirs, _ in os.walk(layers.scratch):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                os.chmod(Path(directory, name), 0o700)
+    shutil.rmtree(layers.scratch, ignore_errors=True)
+
+
+def gate_folders(workdir: Path, output_dir: Path) -> tuple[Path, ...]:
+    """The output directory, and the gate's folders at the top of the working directory."""
+    found = [output_dir]
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(workdir):
+            path = Path(entry.path)
+            if path != output_dir and is_gate_file(path, output_dir):
+                found.append(path)
+    return tuple(found)
+
+
+def _is_whiteout(info: os.stat_result) -> bool:
+    return stat.S_ISCHR(info.st_mode) and info.st_rdev == WHITEOUT_DEVICE
 
 
 
@@ -50,8 +136,9 @@ class WorkCopy:
         """Relative paths of the files and links the run created or changed in its copy: those
         that differ from the working directory's in kind, size or modification time (the copy
         keeps them)."""
+        root = self.source.resolve()
         return {rel for rel, info in _entries(self.path).items()
-                if not _same(info, self.source / rel)}
+                if not (_same(info, self.source / rel) or _own_link(self.path / rel, root / rel))}
 
     def name_workspace_files(self, probe_dir: Path) -> None:
         """Rewrite paths into the copy as paths into the working directory in the probe's JSON
@@ -67,6 +154,15 @@ class WorkCopy:
             except (OSError, UnicodeError):  # unreadable: the gate's reader reports it
                 continue
 
+    def move_to(self, target: Path) -> WorkCopy:
+        """The copy, moved (renamed: the same filesystem) to `target` once its run is over."""
+        try:
+            os.replace(self.path, target)
+        except OSError as error:
+            raise GateError(f"cannot move the working copy {self.path} to {target}:"
+                            f" {error.strerror or error}", kind=ErrorKind.OUTPUT_DIR) from None
+        return WorkCopy(target, self.source)
+
     def keep_only_written(self) -> None:
         """Remove what the run did not write, then the directories that are left empty."""
         written = self.written()
@@ -79,12 +175,28 @@ class WorkCopy:
                     os.rmdir(directory)
 
 
-def make(workdir: Path, target: Path, output_dir: Path) -> WorkCopy:
-    """A fresh copy of `workdir` at `target` (which must not exist) without the gate's files."""
+@dataclass
+class Tally:
+    """How far a copy got, for its status lines (read from another thread)."""
+
+    files: int = 0
+    bytes: int = 0
+
+    def text(self) -> str:
+        return f"{self.files} files, {self.bytes / 1e6:.0f} MB copied"
+
+
+def make(workdir: Path, target: Path, output_dir: Path, tally: Tally | None = None,
+         linked: tuple[Path, ...] = ()) -> WorkCopy:
+    """A fresh copy of `workdir` at `target` (which must not exist) without the gate's files;
+    virtual environments and the `linked` paths (`data:`, relative to `workdir`) are links."""
     if not workdir.is_dir():
         raise GateError(f"workdir is not a directory: {workdir}", kind=ErrorKind.CONFIG)
+    root = workdir.resolve()
+    walk = _Walk(root, output_dir.resolve(), tally or Tally(),
+                 frozenset(Path(os.path.normpath(root / path)) for path in linked))
     try:
-        _copy_tree(workdir.resolve(), target, workdir.resolve(), output_dir.resolve())
+        _copy_tree(root, target, walk)
     except OSError as error:
         where = error.filename or workdir
         raise GateError(
@@ -103,18 +215,36 @@ def is_gate_file(path: Path, output_dir: Path) -> bool:
             or (path / OUTPUT_LOCK).is_file())
 
 
-def _copy_tree(source: Path, target: Path, root: Path, output_dir: Path) -> None:
+@dataclass(frozen=True)
+class _Walk:
+    """What every level of a copy needs: the tree's root, the output folder, the tally."""
+
+    root: Path
+    output_dir: Path
+    tally: Tally
+    linked: frozenset[Path]  # absolute: the `data:` paths
+
+    def links(self, path: Path) -> bool:
+        """Whether the copy links to `path` instead of copying it: data, a virtualenv."""
+        return path in self.linked or (path.is_dir() and (path / VENV_MARKER).is_file())
+
+
+def _copy_tree(source: Path, target: Path, walk: _Walk) -> None:
     target.mkdir(parents=True)
     for entry in os.scandir(source):
         path, copy = Path(entry.path), target / entry.name
-        if is_gate_file(path, output_dir):
+        if is_gate_file(path, walk.output_dir):
             continue
-        if entry.is_symlink():
-            os.symlink(_link_target(path, root), copy)
+        if not entry.is_symlink() and walk.links(path):
+            os.symlink(path, copy)
+        elif entry.is_symlink():
+            os.symlink(_link_target(path, walk.root), copy)
         elif entry.is_dir():
-            _copy_tree(path, copy, root, output_dir)
+            _copy_tree(path, copy, walk)
         elif entry.is_file():
             _copy_file(path, copy)
+            walk.tally.files += 1
+            walk.tally.bytes += entry.stat(follow_symlinks=False).st_size
         # sockets, fifos and devices are no part of a project
     shutil.copystat(source, target)
 
@@ -143,10 +273,19 @@ def _entries(root: Path) -> dict[str, os.stat_result]:
     """Files and symlinks below `root` (links not followed), by relative path."""
     found: dict[str, os.stat_result] = {}
     for directory, dirs, names in os.walk(root):
+        # Names of files, links and (for whiteouts) devices; links to folders are in `dirs`.
         for name in [*names, *(d for d in dirs if Path(directory, d).is_symlink())]:
             path = Path(directory, name)
             found[path.relative_to(root).as_posix()] = path.lstat()
     return found
+
+
+def _own_link(copied: Path, original: Path) -> bool:
+    """Whether the copy's entry is still the link the copy made to `original` (data, venv)."""
+    try:
+        return os.readlink(copied) == str(original)
+    except OSError:
+        return False
 
 
 def _same(copied: os.stat_result, original: Path) -> bool:

@@ -26,6 +26,16 @@ class PythonEnvironment:
         return self.bin_dir / "python"
 
 
+@dataclass(frozen=True)
+class Isolation:
+    """A local run in its own namespaces (launch/namespaces.py), where it sees the workspace at
+    its own path through an overlay: what it writes goes to `upper`, the user's files stay."""
+
+    upper: Path  # the overlay's upper layer: exactly what the run wrote (<run_dir>/work)
+    scratch: Path  # overlayfs's work folder: empty, on the upper layer's filesystem
+    masked: tuple[Path, ...]  # the gate's folders (output, locks), hidden under an empty tmpfs
+
+
 @dataclass
 class RunSpec:
     """One training run to start."""
@@ -49,6 +59,8 @@ class RunSpec:
     # The user's working directory when `workdir` is the run's own copy of it (the gate's runs):
     # never written by the run; in a container, mounted read-only at its own path.
     workspace: Path | None = None
+    # Set when the run sees `workspace` through an overlay (then `workdir` is `workspace`).
+    isolation: Isolation | None = None
 
 
 @dataclass
@@ -74,6 +86,11 @@ class Launcher(Protocol):
 
     def python_executable(self) -> str:
         """The interpreter that runs the embedded reference training under this launcher."""
+        ...
+
+    def isolates(self, output_dir: Path) -> bool:
+        """Whether runs writing under `output_dir` get their own namespaces and see the
+        workspace through an overlay (`RunSpec.isolation`); else they get a copy of it."""
         ...
 
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:

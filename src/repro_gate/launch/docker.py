@@ -16,6 +16,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import docker
@@ -131,6 +132,10 @@ class DockerLauncher:
         """The image's own interpreter, found on its PATH."""
         return "python"
 
+    def isolates(self, output_dir: Path) -> bool:
+        """A container is isolated already: its runs start in a copy (mounted writable)."""
+        return False
+
     def image(self) -> docker.models.images.Image:
         """The training image, resolved (and pulled if needed) once per gate run."""
         if self._image is None:
@@ -143,6 +148,8 @@ class DockerLauncher:
         user = self.settings.user or default_user(spec.workspace or spec.workdir)
         spec.run_dir.mkdir(parents=True, exist_ok=True)
         make_writable_for(spec.run_dir, user)
+        if spec.workspace is not None:  # the run's copy, at the one path of every run's
+            make_writable_for(spec.workdir, user)
         staging = spec.run_dir.parent / f".{spec.run_dir.name}.python-path"
         run_mounts = docker_mounts.run_mounts(spec, staging, self.translator)
         python_path = run_mounts.python_path

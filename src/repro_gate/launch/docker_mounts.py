@@ -2,8 +2,10 @@
 
 - The workspace (the user's working directory) is mounted read-only at its own path.
 - The run directory is mounted read-write at its own path; the gate's runs start in their
-  working copy inside it (`<run_dir>/work`, `gate.workcopy`), which is the container's working
-  directory: a training writes `model.pt` or `checkpoints/` next to itself, as it does locally.
+  working copy (`<output_dir>/work` for every run, moved to `<run_dir>/work` after it,
+  `gate.workcopy`), mounted read-write as the container's working directory: a training writes
+  `model.pt` or `checkpoints/` next to itself, as it does locally. Its links to virtualenvs and
+  `data:` paths in the workspace resolve into the workspace's read-only mount.
 - The reference trajectory of a fail-fast run, read-only; an `upgrade` environment's volume,
   read-only; the probe's directories read-only under /repro-gate/python-path/<n>.
 
@@ -77,7 +79,7 @@ def run_mounts(spec: RunSpec, staging: Path, translator: PathTranslator) -> RunM
         bind(translator, workspace, str(workspace), read_only=True),
         bind(translator, spec.run_dir, str(spec.run_dir), read_only=False),
     ]
-    if spec.workspace is not None:  # the run's working copy (inside the run directory)
+    if spec.workspace is not None:  # the run's working copy
         mounts.append(bind(translator, spec.workdir, str(spec.workdir), read_only=False))
     if spec.reference_trajectory is not None:
         path = spec.reference_trajectory

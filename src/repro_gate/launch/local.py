@@ -1,7 +1,9 @@
-"""Run the training as a local subprocess in its own process group."""
+"""Run the training as a local subprocess in its own process group; with `spec.isolation`, in
+its own namespaces, seeing the workspace through an overlay (launch/namespaces.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import subprocess
@@ -9,9 +11,10 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 from repro_gate.errors import ErrorKind, GateError
-from repro_gate.launch import cancel
+from repro_gate.launch import cancel, namespaces
 from repro_gate.launch.base import LineSink, RunOutcome, RunSpec
 from repro_gate.launch.environment import build_environment
 from repro_gate.launch.processes import RunProcesses
@@ -36,6 +39,10 @@ class LocalLauncher:
         """The gate's interpreter: it has torch when `repro-gate[torch]` is installed."""
         return sys.executable
 
+    def isolates(self, output_dir: Path) -> bool:
+        """Where the kernel gives an unprivileged user its own namespaces and overlays."""
+        return namespaces.usable(output_dir)
+
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
         """Start the run, stream and log its output, and wait for it or its timeout.
 
@@ -46,8 +53,9 @@ class LocalLauncher:
         pump = OutputPump(open_log(spec), sink)
         tree = RunProcesses()
         started = time.monotonic()
+        report = _Report() if spec.isolation is not None else None
         try:
-            tree.process = _start(spec, env)
+            tree.process = _start(spec, env, report)
             assert tree.process.stdout is not None
             pump.start(_read_chunks(tree.process.stdout.fileno(), pump.stopping))
             timed_out = _wait(tree, spec.timeout)
@@ -55,6 +63,8 @@ class LocalLauncher:
         except BaseException:
             with cancel.deferred():
                 tree.stop(CANCEL_GRACE_SECONDS)
+                if report is not None:
+                    report.discard()
             raise
         finally:
             with cancel.deferred():
@@ -63,7 +73,12 @@ class LocalLauncher:
                 pump.finish(DRAIN_SECONDS)
                 if tree.process is not None and tree.process.stdout is not None:
                     tree.process.stdout.close()
+                if report is not None:
+                    report.close_writer()
         exit_code = None if timed_out else tree.process.returncode
+        if report is not None:
+            ending = report.read(spec)
+            exit_code = None if timed_out else ending.exit_code
         missing = shell_failure(spec.argv, exit_code, spec.log_path,
                                 f"run {spec.name}, in {spec.workdir}")
         if missing is not None:
@@ -75,16 +90,42 @@ class LocalLauncher:
         )
 
 
-def _start(spec: RunSpec, env: dict[str, str]) -> subprocess.Popen[bytes]:
+class _Report:
+    """The pipe on which an isolated run's init says how the training ended."""
+
+    def __init__(self) -> None:
+        self.reader, self.writer = os.pipe()
+
+    def argv(self, spec: RunSpec) -> list[str]:
+        return namespaces.init_command(json.dumps(namespaces.plan(spec)), str(self.writer))
+
+    def close_writer(self) -> None:
+        if self.writer >= 0:
+            os.close(self.writer)
+            self.writer = -1
+
+    def discard(self) -> None:
+        self.close_writer()
+        os.close(self.reader)
+
+    def read(self, spec: RunSpec) -> namespaces.Ending:
+        """Only once the run is over: every writer has closed the pipe by then."""
+        self.close_writer()
+        return namespaces.read_report(self.reader, spec)
+
+
+def _start(spec: RunSpec, env: dict[str, str], report: _Report | None
+           ) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
-            spec.argv,
+            spec.argv if report is None else report.argv(spec),
             cwd=spec.workdir,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=() if report is None else (report.writer,),
         )
     except FileNotFoundError:
         raise GateError(

@@ -3,6 +3,10 @@
 On Linux the gate is a child subreaper: a process orphaned by the training (a daemon that
 double-forked, a child that called `setsid`) is re-parented to the gate instead of to PID 1, so
 it can still be found, through /proc, and killed when the run ends.
+
+A run in its own namespaces (launch/namespaces.py) needs none of this to end: its PID 1's exit
+empties the namespace. The same pass still runs over it, for a run stopped from outside (a
+timeout, a cancel), which kills its init and so the whole namespace.
 """
 
 from __future__ import annotations

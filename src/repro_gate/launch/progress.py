@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from repro_gate import notices
 from repro_gate.launch.base import RunSpec
 from repro_gate.probe import ENV_MAX_STEPS, TRAJECTORY_FILE, probe_output_dir
 
@@ -176,6 +177,22 @@ def watching_build(what: str, sink: object,
         sink.status(f"building {what}: {done}{_seconds(time.monotonic() - started)} elapsed")
 
     with _ticking(tick, sink):
+        yield
+
+
+@contextmanager
+def watching_phase(what: str, so_far: Callable[[], str] | None = None) -> Iterator[None]:
+    """A notice every LOG_STATUS_SECONDS (ENV_STATUS_SECONDS when set) while a phase of the gate
+    lasts: making or removing a working copy, collecting or hashing artifacts, comparing
+    checkpoints. Notices show with --quiet too: the user is never left in silence."""
+    _, every = timing(live=False)
+    started = time.monotonic()
+
+    def tick() -> None:
+        done = f"{so_far()}, " if so_far else ""
+        notices.say(f"{what}: {done}{_seconds(time.monotonic() - started)} elapsed")
+
+    with Ticker(tick, every, every):
         yield
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers.gate_cli import Result, check, script
+from helpers.run_processes import MARK, survivors
 
 from repro_gate import validation
 
@@ -88,22 +89,17 @@ def test_command_exits_non_zero_shows_the_last_20_log_lines(project: Path) -> No
     assert Path(manifest["runs"][0]["log_path"]).read_text().count("epoch line") == 30
 
 
-def test_timeout_kills_the_whole_process_group(project: Path) -> None:
+def test_timeout_kills_the_whole_process_group(
+    project: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Its own gate: a training that outlasts the timeout.
+    monkeypatch.setenv(MARK, str(project))  # every process of the run inherits it
     result = check(project, "--timeout", "3", *script("sleeper.py"))
     assert_clean_error(result, "run A (deterministic) timed out after")
     manifest = assert_error_manifest(result, "timeout")
     assert manifest["runs"][0]["timed_out"] is True
-    pids = (project / "repro-gate-out/runs/A/pids.txt").read_text().split()
-    for pid in pids:
-        assert not Path(f"/proc/{pid}").exists() or _is_zombie(pid), f"process {pid} survived"
-
-
-def _is_zombie(pid: str) -> bool:
-    try:
-        return " Z " in Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
+    assert len((project / "repro-gate-out/runs/A/pids.txt").read_text().split()) == 2
+    assert survivors(str(project)) == []
 
 
 def test_artifact_glob_matching_nothing(project: Path) -> None:

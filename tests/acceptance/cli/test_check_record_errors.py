@@ -6,7 +6,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from helpers.gate_cli import assert_one_line_error, check
+
+from repro_gate.launch import namespaces
 
 # Writes its result, and at the end of every run leaves files that break what the gate records:
 # an alert the manifest cannot hold (its line is not a number), or a directory where the
@@ -40,8 +43,11 @@ def test_a_manifest_that_fails_its_schema_is_replaced_by_a_valid_error_record(
     assert (tmp_path / "repro-gate-out" / "manifest.invalid.json").is_file()
 
 
-def test_a_manifest_that_cannot_be_written_is_exit_2_with_one_line(tmp_path: Path) -> None:
-    # Its own gate: runs that leave a directory where the manifest goes.
+def test_a_manifest_that_cannot_be_written_is_exit_2_with_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its own gate: runs that leave a directory where the manifest goes. In its own namespaces
+    # the training could not reach the gate's output folder at all.
+    monkeypatch.setenv(namespaces.ENV_NAMESPACES, "off")
     out = tmp_path / "repro-gate-out"
     result = gate(tmp_path, "block", str(out))
     output = result.stdout + result.stderr

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import run_processes
+from helpers.run_processes import MARK
 
 from repro_gate import validation
 
@@ -24,6 +26,7 @@ def start_gate(project: Path, *args: str, hang_in: str) -> subprocess.Popen[str]
     """`repro-gate check` on the detached training, as a user starts it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "INPUT_"))}
     env["HANG_IN"] = hang_in
+    env[MARK] = str(project)  # every process of the run inherits it
     return subprocess.Popen(
         [sys.executable, "-m", "repro_gate", "check", "--quiet", "--no-cost", *args,
          "--", sys.executable, "detached.py"],
@@ -46,24 +49,10 @@ def read_manifest(output_dir: Path) -> dict:
     return document
 
 
-def alive(pid: int) -> bool:
-    """True for a process that exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
-def survivors(output_dir: Path) -> list[int]:
-    """Recorded PIDs of every run (training and grandchild) still running."""
-    pids = [int(path.read_text()) for path in (output_dir / "runs").glob("*/*.pid")]
-    assert pids, "the training recorded no PID"
-    # The gate reaps what it kills; give the kernel a moment to finish a SIGKILL.
-    deadline = time.monotonic() + 1.0
-    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return [pid for pid in pids if alive(pid)]
+def survivors(project: Path, output_dir: Path) -> list[int]:
+    """Processes of every run (training and grandchild) still running."""
+    assert list((output_dir / "runs").glob("*/*.pid")), "the training recorded no PID"
+    return run_processes.survivors(str(project))
 
 
 SIGNALS = [signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
@@ -91,7 +80,7 @@ def test_a_signal_cancels_the_gate_and_every_process_of_the_run(
     assert gate.returncode == 2, stdout + stderr
     assert took < CANCEL_SECONDS, f"the gate took {took:.1f} s to stop"
     assert "Traceback" not in stderr and "Traceback" not in stdout, stderr
-    assert survivors(output_dir) == []
+    assert survivors(project, output_dir) == []
     document = read_manifest(output_dir)
     assert document["verdict"] == "error"
     [reason] = document["reasons"]
@@ -113,7 +102,7 @@ def test_a_second_signal_during_clean_up_still_gives_the_manifest(project: Path)
         gate.kill()
     assert gate.returncode == 2, stdout + stderr
     assert "Traceback" not in stderr, stderr
-    assert survivors(output_dir) == []
+    assert survivors(project, output_dir) == []
     reason = read_manifest(output_dir)["reasons"][0]
     assert reason["message"].startswith("cancelled by SIGINT during run A")
 
@@ -128,7 +117,7 @@ def test_a_timeout_kills_a_grandchild_that_left_the_session(project: Path) -> No
     assert match, stdout
     assert 3.0 <= float(match.group(1)) < 5.0  # the real wall time, not a pump's wait
     assert "Traceback" not in stderr and "Error" not in stderr, stderr
-    assert survivors(output_dir) == []
+    assert survivors(project, output_dir) == []
     assert read_manifest(output_dir)["reasons"][0]["code"] == "timeout"
     # The grandchild's output up to the kill is in the log; nothing came after the gate ended.
     assert "grandchild tick" in (output_dir / "logs" / "A.log").read_text()

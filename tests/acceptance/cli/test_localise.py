@@ -94,8 +94,11 @@ def test_entropy_added_outside_the_modules_names_no_module(project: Path) -> Non
     assert "outside the modules" in localisation["note"]
 
 
-def test_a_crashed_localisation_run_leaves_the_verdict_alone(project: Path) -> None:
+def test_a_crashed_localisation_run_leaves_the_verdict_alone(
+    project: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Its own gate: the training whose third process (run L) crashes.
+    monkeypatch.setenv("LAUNCHES_FILE", str(project.parent / f"{project.name}.launches"))
     manifest, divergence = forward_divergence(
         project, *script("localise_crash_third_run.py"))
     assert divergence["module"] is None

@@ -27,7 +27,10 @@ def test_a_training_that_restores_everything_resumes_the_same(project: Path) -> 
     resume = manifest["comparison"]["resume"]
     assert resume["status"] == "same", resume
     assert resume["resume_step"] == 2
-    assert resume["checkpoint"].endswith("/runs/R/work/checkpoints/last.pt")
+    # The path the run saw (the workdir's own through its overlay); the file is in its layer.
+    assert resume["checkpoint"].endswith("/checkpoints/last.pt")
+    run_r_work = project / "repro-gate-out" / "runs" / "R" / "work"
+    assert (run_r_work / "checkpoints" / "last.pt").is_file()
     assert (resume["first_divergence"], resume["missing_state"]) == (None, None)
     run_r = manifest["runs"][-1]
     assert (run_r["name"], run_r["purpose"], run_r["exit_code"]) == ("R", "resume", 0)

@@ -5,6 +5,7 @@ one clone, each test asserting on what they left."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,8 @@ from helpers.paths import TRAININGS
 
 from repro_gate.gate import workcopy
 from repro_gate.gate.file_lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
+from repro_gate.launch import namespaces
+from repro_gate.launch.progress import ENV_STATUS_SECONDS
 
 
 def fresh_clone(tmp_path: Path, *scripts: str) -> Path:
@@ -143,3 +146,83 @@ def test_the_probes_records_name_the_users_files(tmp_path: Path) -> None:
     assert json.loads((probe_dir / "alerts.json").read_text()) == [
         {"file": f"{workdir}/train.py", "line": 3},
         {"file": f"{copy.path}-other/train.py", "line": 4}, {"cwd": str(workdir)}]
+
+
+# Saves where it ran in its model: runs at different paths would write different bytes.
+RECORDS_ITS_PATH = """\
+import os
+import torch
+from tiny import TinyNet
+
+torch.manual_seed(0)
+torch.save({"cwd": os.getcwd(), "model": TinyNet().state_dict()}, "model.pt")
+"""
+SMALL_FILES = 3000  # enough for a copy to last several status intervals
+
+
+def recording_project(root: Path) -> Path:
+    """A project with a virtualenv, a data folder listed under `data:`, and many small files."""
+    project = root / "project"
+    (project / ".venv" / "lib").mkdir(parents=True)
+    (project / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (project / ".venv" / "lib" / "big.so").write_bytes(b"\0" * 1_000_000)
+    (project / "data").mkdir()
+    (project / "data" / "train.bin").write_bytes(b"\1" * 1_000_000)
+    (project / "many").mkdir()
+    for index in range(SMALL_FILES):
+        (project / "many" / f"{index}.txt").write_text(str(index))
+    shutil.copy(TRAININGS / "tiny.py", project / "tiny.py")
+    (project / "train.py").write_text(RECORDS_ITS_PATH)
+    (project / ".repro-gate.yml").write_text("data: [data]\n")
+    return project
+
+
+@pytest.fixture(scope="module")
+def launch_modes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
+    """One gate with namespaces, one with them switched off, status lines every 0.05 s."""
+    results = {}
+    for switch in ("on", "off"):
+        project = recording_project(tmp_path_factory.mktemp(f"namespaces-{switch}"))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv(ENV_STATUS_SECONDS, "0.05")
+            patch.setenv(namespaces.ENV_NAMESPACES, switch)
+            results[switch] = check(project, "--no-cost", "-a", "model.pt",
+                                    *script("train.py"))
+    return results
+
+
+@pytest.mark.parametrize("switch", ["on", "off"])
+def test_both_working_copies_give_the_same_verdict(
+    launch_modes: dict[str, Result], switch: str,
+) -> None:
+    result = launch_modes[switch]
+
+    assert result.exit_code == 0, result.stdout + result.stderr
+    for run in result.manifest["runs"]:
+        work = Path(run["run_dir"]) / workcopy.WORK_SUBDIR
+        assert sorted(p.name for p in work.iterdir()) == ["model.pt"], run["name"]
+    assert not (result.workdir / "repro-gate-out" / workcopy.COPY_SUBDIR).exists()
+
+
+def test_switched_off_the_runs_get_a_copy_that_links_the_venv_and_data_and_says_so(
+    launch_modes: dict[str, Result],
+) -> None:
+    result = launch_modes["off"]
+
+    notice = ("repro-gate: working copies: each run gets a copy of the working directory, not an"
+              " overlay in its own namespaces (REPRO_GATE_NAMESPACES=off)")
+    assert result.stderr.count(notice) == 1, result.stderr
+    # --quiet: the copy's status lines still show, with how far it got
+    copying = [line for line in result.stderr.splitlines()
+               if line.startswith("repro-gate: making the working copy of run A: ")]
+    assert copying, result.stderr
+    assert re.search(r": \d+ files, \d+ MB copied, \d+ s elapsed$", copying[-1]), copying
+
+
+def test_with_namespaces_nothing_is_copied_and_nothing_is_said(
+    launch_modes: dict[str, Result],
+) -> None:
+    result = launch_modes["on"]
+
+    assert "working copies:" not in result.stderr
+    assert "making the working copy" not in result.stderr

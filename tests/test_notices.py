@@ -16,7 +16,7 @@ PACKAGE = Path(repro_gate.__file__).parent
 # the user's training), the job-started hook (in the runner's container) and the reference
 # training (run as the training). What they print is their own process's output.
 OWN_PROGRAMS = ("probe/inject/", "runner/_repro_gate_job_started.py",
-                "reference/repro_gate_reference.py")
+                "reference/repro_gate_reference.py", "launch/run_init.py")
 
 
 def print_calls(path: Path) -> list[int]:

@@ -90,5 +90,10 @@ def test_a_language_model_that_saves_itself_whole_passes_the_gate(tmp_path: Path
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.manifest["verdict"] == "pass"
     assert all(run["steps"] > 0 for run in result.manifest["runs"])
-    digest = hashlib.sha256((saves / "model.pt").read_bytes()).hexdigest()
+    # It saved into the working directory by its absolute path: that lands in run B's own
+    # working copy, never in the user's tree.
+    run_b = next(run for run in result.manifest["runs"] if run["name"] == "B")
+    saved = Path(run_b["run_dir"]) / "work" / saves.name / "model.pt"
+    assert not (saves / "model.pt").exists()
+    digest = hashlib.sha256(saved.read_bytes()).hexdigest()
     assert {"model.pt": digest} == plain_files  # what run B saved, byte for byte

@@ -136,8 +136,12 @@ def test_action_runs_the_gate_in_sibling_containers(
         run_mount = mounts[f"/github/workspace/repro-gate-out/runs/{run_name}"]
         assert run_mount["Source"] == str(workspace / "repro-gate-out" / "runs" / run_name)
         assert run_mount["RW"] is True
-        # It starts in its own writable copy of the workspace, inside its run directory.
-        assert attrs["Config"]["WorkingDir"] == f"{run_mount['Destination']}/work"
+        # It starts in its own writable copy of the workspace, made at one path for every run
+        # (moved into its run directory afterwards), so no verdict depends on the path.
+        copy = "/github/workspace/repro-gate-out/work"
+        assert attrs["Config"]["WorkingDir"] == copy
+        assert mounts[copy]["Source"] == str(workspace / "repro-gate-out" / "work")
+        assert mounts[copy]["RW"] is True
         assert "/repro-gate/python-path/0" in mounts
 
 

@@ -102,12 +102,14 @@ def t_975(df: int) -> float:
 
 
 def estimate(log_ratios: Sequence[float]) -> Estimate:
-    """Point estimate and t-interval of exp(mean log ratio) - 1, in percent."""
+    """Point estimate and t-interval of exp(mean log ratio) - 1, in percent. No interval from
+    fewer than MIN_PAIRS units: from two, t(1) = 12.7 makes it meaningless (once -100% to
+    +63123226%), and nothing should print it."""
     count = len(log_ratios)
     if count == 0:
         return Estimate(None, None, 0)
     mean = statistics.fmean(log_ratios)
-    if count < 2:
+    if count < MIN_PAIRS:
         return Estimate(_pct(mean), None, count)
     half = t_975(count - 1) * statistics.stdev(log_ratios) / math.sqrt(count)
     return Estimate(_pct(mean), [_pct(mean - half), _pct(mean + half)], count)
@@ -207,11 +209,13 @@ def inconclusive_reason(
         return "no optimizer step was seen, so no block could be timed"
     if overall.units < MIN_PAIRS:
         errors = [str(error) for error in report.get("errors") or []]
-        why = (f"the probe could not switch the determinism knobs ({errors[0]})" if errors
-               else f"the cost run took {steps} optimizer steps, the design needs"
-                    f" {plan.timed_steps} ({len(plan.warmup)} warm-up + {plan.rounds} x"
-                    f" {len(plan.arms)} blocks of {plan.block_steps}{_lengthened(plan, config)})")
-        return f"too few block pairs were timed ({overall.units}, {MIN_PAIRS} needed): {why}"
+        if errors:
+            return (f"too few block pairs were timed ({overall.units}, {MIN_PAIRS} needed): the"
+                    f" probe could not switch the determinism knobs ({errors[0]})")
+        return (f"too short to time: {steps} steps, the design needs {plan.timed_steps}"
+                f" ({len(plan.warmup)} warm-up + {plan.rounds} x {len(plan.arms)} blocks of"
+                f" {plan.block_steps}{_lengthened(plan, config)}); {overall.units} block pairs"
+                f" timed, {MIN_PAIRS} needed")
     width = overall.width
     if width is not None and width > config.max_width_pct:
         return (f"the 95% interval is {width:.1f} percentage points wide"

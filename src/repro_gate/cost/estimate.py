@@ -115,6 +115,17 @@ def estimate(log_ratios: Sequence[float]) -> Estimate:
     return Estimate(_pct(mean), [_pct(mean - half), _pct(mean + half)], count)
 
 
+def narrow_enough(log_ratios: Sequence[float], min_pairs: int, width_pct: float) -> bool:
+    """Whether the cost run may stop: at least `min_pairs` units (and MIN_PAIRS), and the 95%
+    interval at most `width_pct` percentage points wide. The probe's copy
+    (_repro_gate_cost_arms.narrow_enough) must agree: a contract test checks it."""
+    if min_pairs <= 0 or len(log_ratios) < max(min_pairs, MIN_PAIRS):
+        return False
+    mean = statistics.fmean(log_ratios)
+    half = t_975(len(log_ratios) - 1) * statistics.stdev(log_ratios) / math.sqrt(len(log_ratios))
+    return (math.expm1(mean + half) - math.expm1(mean - half)) * 100.0 <= width_pct
+
+
 def block_times(trajectory: list[dict[str, Any]], block_steps: int) -> dict[int, tuple[str, float]]:
     """(arm, step time) of each complete timed block, by block index.
 

@@ -4,7 +4,8 @@ One reading of the manifest's `cost` section (`CostView`) and the phrases every 
 console, the check run, the PR comment, the job summary, the failure reason and the step outputs.
 A measured cost is shown with its 95% interval and the number of block pairs behind it; an
 inconclusive one says why, and its point figure is never shown; its interval may follow, but never
-one from fewer than MIN_PAIRS block pairs (the gate no longer records one; older manifests may). The section is read tolerantly: a field of the wrong type reads as absent.
+one from fewer than MIN_PAIRS block pairs (the gate no longer records one; older manifests may).
+The section is read tolerantly: a field of the wrong type reads as absent.
 """
 
 from __future__ import annotations

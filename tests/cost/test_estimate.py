@@ -157,6 +157,10 @@ def test_the_gate_times_the_blocks_the_probe_lengthened() -> None:
     assert (cost["design"]["block_steps"], cost["design"]["block_steps_planned"]) == (10, 4)
     assert cost["design"]["pairs"] == 6 and abs(cost["pct"] - 26.0) < 0.01
     assert valid(dict(cost)) == []
+    assert "stopped_after_pairs" not in cost["design"]
+    stopped = cost_of_determinism(records, plan(config), config,
+                                  {**report, "stopped_after_pairs": 6})
+    assert stopped["design"]["stopped_after_pairs"] == 6 and valid(dict(stopped)) == []
     # Without the probe's word the gate falls back to the plan's blocks, which match none.
     assert cost_of_determinism(records, plan(config), config)["design"]["pairs"] == 0
     # A training that ends early says how long the lengthened design is.

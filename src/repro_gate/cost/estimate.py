@@ -34,13 +34,17 @@ Status = Literal["measured", "inconclusive"]
 BudgetStatus = Literal["over", "within", "inconclusive"]
 
 
-class Design(TypedDict):
+class _DesignFields(TypedDict):
     arms: list[str]
     block_steps: int  # the length the probe used
     block_steps_planned: int  # cost.block_steps: the probe lengthens from it
     blocks: int
     pairs: int
     warmup_steps: int
+
+
+class Design(_DesignFields, total=False):
+    stopped_after_pairs: int  # the probe stopped the timed blocks early: the interval was narrow
 
 
 class Budget(TypedDict):
@@ -191,6 +195,9 @@ def cost_of_determinism(
     }
     reason = inconclusive_reason(overall, config, replace(plan, block_steps=block_steps),
                                  len(trajectory), report)
+    stopped = report.get("stopped_after_pairs")
+    if isinstance(stopped, int) and not isinstance(stopped, bool) and cost["design"]:
+        cost["design"]["stopped_after_pairs"] = stopped
     cost["status"] = "inconclusive" if reason else "measured"
     if reason:
         cost["reason"] = reason

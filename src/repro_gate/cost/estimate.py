@@ -232,8 +232,8 @@ def inconclusive_reason(
                     f" probe could not switch the determinism knobs ({errors[0]})")
         return (f"too short to time: {steps} steps, the design needs {plan.timed_steps}"
                 f" ({len(plan.warmup)} warm-up + {plan.rounds} x {len(plan.arms)} blocks of"
-                f" {plan.block_steps}{_lengthened(plan, config)}); {overall.units} block pairs"
-                f" timed, {MIN_PAIRS} needed")
+                f" {plan.block_steps}{_lengthened(plan, config)}), {MIN_PAIRS} block pairs at"
+                f" least")
     width = overall.width
     if width is not None and width > config.max_width_pct:
         return (f"the 95% interval is {width:.1f} percentage points wide"

@@ -51,7 +51,7 @@ def run(probe_module: Callable[[str], ModuleType], noise: float,
 
 
 def test_the_probes_rule_is_the_gates(probe_module: Callable[[str], ModuleType]) -> None:
-    arms = probe_module("_repro_gate_cost_arms")
+    arms = probe_module("_repro_gate_cost_rule")
     assert arms.T_975 == estimate.T_975 and arms.MIN_PAIRS == estimate.MIN_PAIRS
     assert all(arms.t_975(df) == estimate.t_975(df) for df in range(1, 200))
     rng = random.Random(1)

@@ -122,7 +122,7 @@ def estimate(log_ratios: Sequence[float]) -> Estimate:
 def narrow_enough(log_ratios: Sequence[float], min_pairs: int, width_pct: float) -> bool:
     """Whether the cost run may stop: at least `min_pairs` units (and MIN_PAIRS), and the 95%
     interval at most `width_pct` percentage points wide. The probe's copy
-    (_repro_gate_cost_arms.narrow_enough) must agree: a contract test checks it."""
+    (_repro_gate_cost_rule.narrow_enough) must agree: a contract test checks it."""
     if min_pairs <= 0 or len(log_ratios) < max(min_pairs, MIN_PAIRS):
         return False
     mean = statistics.fmean(log_ratios)

@@ -22,9 +22,9 @@ end); it records the length in COST_FILE ("block_steps", "block_steps_planned") 
 each step, the step the run ends at: the end of the plan, or the cap if sooner.
 At the end of each round of timed blocks (one per arm) the probe may stop the timed blocks early:
 once at least the plan's `stop_pairs` rounds are done and the 95% interval of the cost over them is
-at most `stop_width_pct` wide (`narrow_enough`, a copy of cost/estimate.py's rule, kept equal by a
-test); the census blocks follow at once, and COST_FILE records "stopped_after_pairs". Not in a
-process group of several ranks, for the reason above.
+at most `stop_width_pct` wide (`_repro_gate_cost_rule.narrow_enough`, a copy of cost/estimate.py's
+rule, kept equal by a test); the census blocks follow at once, and COST_FILE records
+"stopped_after_pairs". Not in a process group of several ranks, for the reason above.
 On an accelerator the host runs ahead of the device: at the end of each block and of the warm-up
 the device is synchronised, and the wait is recorded as the step's "drain", so that a block's
 queued work is timed in that block. The file COST_FILE says which arms could not be had, what
@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from _repro_gate_contract import COST_FILE, ENV_COST_PLAN
+from _repro_gate_cost_rule import narrow_enough, round_log_ratios
 
 ARM_DEFAULT = "default"
 ARM_DETERMINISTIC = "deterministic"
@@ -57,12 +58,6 @@ ARM_NO_FILL = "deterministic_no_fill"
 ARMS = (ARM_DETERMINISTIC, ARM_NO_FILL, ARM_DEFAULT)
 CENSUS_OPS = 50  # ops kept per census arm, by time: bounds the file
 MICROSECONDS_PER_MS = 1000.0
-MIN_PAIRS = 3  # as cost/estimate.py: never an interval from fewer units
-# t(0.975, df) for df = 1..30, as cost/estimate.py (a test keeps the two equal).
-T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-Z_975 = 1.959964
 
 WriteJson = Callable[[str, Any], None]
 
@@ -378,44 +373,6 @@ def step_seconds(times: list[float], drain: float | None) -> float | None:
     if drain is not None:
         return (sum(times) + drain) / len(times)
     return statistics.median(times)
-
-
-def block_time(times: list[float], drain: float) -> float:
-    """A block's step time, as cost/estimate.py's block_times: the median of its steps' times;
-    after a drain, the block's total with the drain over its steps."""
-    return (sum(times) + drain) / len(times) if drain else statistics.median(times)
-
-
-def round_log_ratios(blocks: dict[int, tuple[str, list[float], float]], size: int,
-                     rounds: int) -> list[float]:
-    """log(deterministic / default block time) of each of the first `rounds` complete rounds."""
-    ratios = []
-    for index in range(rounds):
-        arms = {blocks[b][0]: block_time(blocks[b][1], blocks[b][2])
-                for b in range(index * size, (index + 1) * size) if b in blocks}
-        det, default = arms.get(ARM_DETERMINISTIC), arms.get(ARM_DEFAULT)
-        if det and default and det > 0 and default > 0:
-            ratios.append(math.log(det / default))
-    return ratios
-
-
-def t_975(df: int) -> float:
-    """The 97.5% quantile of Student's t with `df` degrees of freedom (as cost/estimate.py)."""
-    if df <= len(T_975):
-        return T_975[df - 1]
-    z = Z_975
-    return (z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
-            + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3))
-
-
-def narrow_enough(log_ratios: list[float], min_pairs: int, width_pct: float) -> bool:
-    """The early stop's rule, a copy of cost/estimate.py's narrow_enough (a test keeps them
-    equal): at least `min_pairs` units, and the 95% interval at most `width_pct` wide."""
-    if min_pairs <= 0 or len(log_ratios) < max(min_pairs, MIN_PAIRS):
-        return False
-    mean = statistics.fmean(log_ratios)
-    half = t_975(len(log_ratios) - 1) * statistics.stdev(log_ratios) / math.sqrt(len(log_ratios))
-    return (math.expm1(mean + half) - math.expm1(mean - half)) * 100.0 <= width_pct
 
 
 def _fill_module() -> Any:

@@ -36,8 +36,8 @@ ARM_DEFAULT = "default"
 # ceil(block_seconds / this) steps; the probe stops it at the end of its plan.
 REFERENCE_STEP_FLOOR_SECONDS = 0.0002
 # The fewest rounds (block pairs) before the probe may stop early. In simulation (normal pair
-# noise, docs/performance.md) 8 keeps the coverage of the 95% interval at 93-95%; 3 or 4 let it
-# fall to 90-92%.
+# noise, bench/cost_early_stop.py) 8 keeps the coverage of the 95% interval at 93.6-95.1%; with 3
+# or 4 it falls to about 91% where pairs vary most.
 STOP_MIN_PAIRS = 8
 
 

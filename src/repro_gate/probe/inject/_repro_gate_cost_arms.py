@@ -199,7 +199,7 @@ class CostArms:
         self._census: dict[str, dict[str, float]] = {}
         self._errors: list[str] = []
         self._broken = False
-        self._blocks: dict[int, tuple[str, list[float], float]] = {}  # arm, times, drain
+        self._blocks: dict[int, tuple[str, list[float], float | None]] = {}  # arm, times, drain
         self._stopped_after: int | None = None  # rounds, when stopped early
         self._write_later = False  # COST_FILE is due at the end of this step
         unavailable = ARM_NO_FILL in plan.arms() and self._fill is None
@@ -242,7 +242,7 @@ class CostArms:
         if warmup and slot.arm in self._plan.warmup[:step - 1]:
             self._warmup_times.append(float(record["time"]))
         if slot.block is not None:
-            self._blocks.setdefault(slot.block, (slot.arm, [], 0.0))[1].append(
+            self._blocks.setdefault(slot.block, (slot.arm, [], None))[1].append(
                 float(record["time"]))
         if slot.last:
             drain = self._drain()
@@ -265,7 +265,7 @@ class CostArms:
     def _end_block(self, block: int, drain: float | None) -> None:
         """At the end of a timed block: at the end of a round, stop early if the rule says so."""
         arm, times, _ = self._blocks[block]
-        self._blocks[block] = (arm, times, drain or 0.0)
+        self._blocks[block] = (arm, times, drain)
         size = len(set(self._plan.blocks))
         if (block + 1) % size or self._plan.stop_pairs <= 0 or self._ranks() > 1:
             return

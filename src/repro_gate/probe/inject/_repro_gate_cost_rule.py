@@ -18,13 +18,13 @@ T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 Z_975 = 1.959964
 
 
-def block_time(times: list[float], drain: float) -> float:
+def block_time(times: list[float], drain: float | None) -> float:
     """A block's step time, as cost/estimate.py's block_times: the median of its steps' times;
     after a drain, the block's total with the drain over its steps."""
-    return (sum(times) + drain) / len(times) if drain else statistics.median(times)
+    return (sum(times) + drain) / len(times) if drain is not None else statistics.median(times)
 
 
-def round_log_ratios(blocks: dict[int, tuple[str, list[float], float]], size: int,
+def round_log_ratios(blocks: dict[int, tuple[str, list[float], float | None]], size: int,
                      rounds: int) -> list[float]:
     """log(deterministic / default block time) of each of the first `rounds` complete rounds."""
     ratios = []

@@ -96,6 +96,7 @@ def test_student_t_quantiles_and_the_interval_on_the_log_scale() -> None:
     assert result.ci95_pct == [round(math.expm1(0.2 - half) * 100, 2),
                                round(math.expm1(0.2 + half) * 100, 2)]
     assert estimate([0.1]).ci95_pct is None and estimate([]).pct is None
+    assert estimate([0.1, 0.3]).ci95_pct is None  # two pairs: t(1) = 12.7, no interval
 
 
 def test_a_drifting_machine_cancels_out_and_is_measured() -> None:
@@ -139,9 +140,10 @@ def test_a_training_too_short_for_the_blocks_is_inconclusive_not_an_error() -> N
     assert cost["status"] == "inconclusive"
     assert cost["design"]["pairs"] == 2 < MIN_PAIRS
     assert cost["reason"] == (
-        "too few block pairs were timed (2, 3 needed): the cost run took 22 optimizer steps,"
-        " the design needs 51 (3 warm-up + 6 x 2 blocks of 4)")
+        "too short to time: 22 steps, the design needs 51 (3 warm-up + 6 x 2 blocks of 4),"
+        " 3 block pairs at least")
     assert cost["pct"] is not None  # kept, but never to be shown alone
+    assert cost["ci95_pct"] is None  # from two pairs an interval means nothing
     assert valid(dict(cost)) == []
 
 
@@ -155,14 +157,17 @@ def test_the_gate_times_the_blocks_the_probe_lengthened() -> None:
     assert (cost["design"]["block_steps"], cost["design"]["block_steps_planned"]) == (10, 4)
     assert cost["design"]["pairs"] == 6 and abs(cost["pct"] - 26.0) < 0.01
     assert valid(dict(cost)) == []
+    assert "stopped_after_pairs" not in cost["design"]
+    stopped = cost_of_determinism(records, plan(config), config,
+                                  {**report, "stopped_after_pairs": 6})
+    assert stopped["design"]["stopped_after_pairs"] == 6 and valid(dict(stopped)) == []
     # Without the probe's word the gate falls back to the plan's blocks, which match none.
     assert cost_of_determinism(records, plan(config), config)["design"]["pairs"] == 0
     # A training that ends early says how long the lengthened design is.
     short = cost_of_determinism(records[:3 + 2 * 20 + 5], plan(config), config, report)
     assert short["reason"] == (
-        "too few block pairs were timed (2, 3 needed): the cost run took 48 optimizer steps,"
-        " the design needs 123 (3 warm-up + 6 x 2 blocks of 10, lengthened from 4 to last"
-        " 0.25 s)")
+        "too short to time: 48 steps, the design needs 123 (3 warm-up + 6 x 2 blocks of 10,"
+        " lengthened from 4 to last 0.25 s), 3 block pairs at least")
 
 
 def test_without_any_step_nothing_is_timed() -> None:
@@ -381,6 +386,6 @@ def test_a_training_shorter_than_the_design_passes_with_an_inconclusive_cost(
     assert result.exit_code == 0, result.stdout + result.stderr
     cost = result.manifest["cost"]
     assert (cost["status"], cost["design"]["pairs"]) == ("inconclusive", 1)
-    assert cost["reason"].startswith("too few block pairs were timed (1, 3 needed): the cost run"
-                                     " took 8 optimizer steps, the design needs 13")
+    assert cost["reason"].startswith("too short to time: 8 steps, the design needs 13")
+    assert cost["ci95_pct"] is None
     assert result.manifest["verdict"] == "pass"

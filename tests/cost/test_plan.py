@@ -12,6 +12,7 @@ from repro_gate.cost.plan import (
     ARM_DETERMINISTIC,
     ARM_NO_FILL,
     REFERENCE_STEP_FLOOR_SECONDS,
+    STOP_MIN_PAIRS,
     max_steps,
     plan,
     reference_steps,
@@ -66,10 +67,18 @@ def test_the_plan_the_probe_reads_round_trips_through_json() -> None:
                              breakdown=True))
     assert json.loads(design.to_env()) == {
         "warmup": list(design.warmup), "blocks": list(design.blocks),
-        "census": [ARM_DETERMINISTIC, ARM_DEFAULT], "block_steps": 3, "block_seconds": 0.1}
+        "census": [ARM_DETERMINISTIC, ARM_DEFAULT], "block_steps": 3, "block_seconds": 0.1,
+        "stop_pairs": 0, "stop_width_pct": 10.0}
     assert " " not in design.to_env()  # compact: one environment variable
     assert design.timed_steps == 2 + 6 * 3
     assert design.steps == design.timed_steps + 2 * 3
+
+
+def test_the_probe_may_stop_early_only_with_rounds_to_spare_past_the_minimum() -> None:
+    design = plan(CostConfig(blocks=16, max_width_pct=20))
+    assert (design.stop_pairs, design.stop_width_pct) == (STOP_MIN_PAIRS, 10.0)
+    # No rounds to spare: the run is never cut short.
+    assert plan(CostConfig(blocks=STOP_MIN_PAIRS)).stop_pairs == 0
 
 
 def test_the_reference_needs_blocks_as_long_as_its_quickest_steps_require() -> None:

@@ -174,14 +174,14 @@ def test_breakdown_and_ops_say_where_the_cost_comes_from() -> None:
 def test_a_share_without_a_narrow_interval_is_inconclusive_too() -> None:
     breakdown = {
         "fill_uninitialized_memory": {"pct": None, "ci95_pct": None, "pairs": 0},
-        "deterministic_kernels": {"pct": 5.5, "ci95_pct": [-8.0, 19.0], "pairs": 2},
+        "deterministic_kernels": {"pct": 5.5, "ci95_pct": [-8.0, 19.0], "pairs": 4},
         "reason": "this torch has no torch.utils.deterministic.fill_uninitialized_memory",
     }
     manifest = gate_manifest(cost(3.1, [1.2, 5.0], breakdown=breakdown), reproducible=True)
 
     assert cost_lines(manifest)[2] == (
         "    where it comes from: filling uninitialised memory inconclusive (0 block pairs),"
-        " deterministic kernels inconclusive (95% interval -8.0% to +19.0%, 2 block pairs);"
+        " deterministic kernels inconclusive (95% interval -8.0% to +19.0%, 4 block pairs);"
         " this torch has no torch.utils.deterministic.fill_uninitialized_memory"
     )
     assert "5.5" not in everything(manifest)

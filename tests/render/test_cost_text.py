@@ -37,13 +37,32 @@ def test_a_measured_cost_has_its_interval_and_pairs() -> None:
 
 def test_an_inconclusive_cost_never_shows_its_point_figure() -> None:
     reason = "the interval is too wide"
-    inconclusive = view(cost(7.7, [-4.0, 19.4], status="inconclusive", reason=reason, pairs=1))
+    inconclusive = view(cost(7.7, [-4.0, 19.4], status="inconclusive", reason=reason, pairs=4))
     assert not inconclusive.measured
     figure = cost_text.figure(inconclusive)
-    assert figure == f"inconclusive ({reason}; 95% interval -4.0% to +19.4%, 1 block pair)"
+    assert figure == f"inconclusive ({reason}; 95% interval -4.0% to +19.4%, 4 block pairs)"
     assert "7.7" not in figure
     assert cost_text.short_figure(inconclusive) == "inconclusive"
     assert cost_text.output_pct(inconclusive) == ""
+
+
+def test_no_interval_from_fewer_than_three_pairs_is_ever_shown() -> None:
+    # An older manifest may hold one: from two pairs, t(1) = 12.7 made it meaningless.
+    short = view(cost(5.0, [-100.0, 63123226.0], status="inconclusive", reason="too short",
+                      pairs=2))
+    assert short.interval is None
+    assert cost_text.figure(short) == "inconclusive (too short; 2 block pairs)"
+    assert "63123226" not in cost_text.sentence(short)
+    part = view({**cost(5.0, [1.0, 9.0], pairs=6), "breakdown": {
+        "fill_uninitialized_memory": {"pct": 1.0, "ci95_pct": [-90.0, 900.0], "pairs": 2}}})
+    assert part.breakdown[0].interval is None
+    assert cost_text.part_figure(part, part.breakdown[0]) == "inconclusive (2 block pairs)"
+
+
+def test_the_renderers_minimum_of_pairs_is_the_estimates() -> None:
+    from repro_gate.cost.estimate import MIN_PAIRS
+
+    assert cost_text.MIN_PAIRS == MIN_PAIRS
 
 
 def test_a_section_of_an_older_shape_reads_as_inconclusive() -> None:

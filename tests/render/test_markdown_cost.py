@@ -92,3 +92,10 @@ def test_the_details_of_an_inconclusive_cost_give_the_reason_not_the_figure() ->
     assert f"- reason: {reason}" in details
     assert f"- cost: inconclusive ({reason}; 1 block pair)" in details
     assert "6.8" not in details
+
+
+def test_the_details_say_when_the_probe_stopped_early() -> None:
+    section = cost(3.1, [1.2, 5.0], pairs=8)
+    section["design"] = {**section["design"], "blocks": 16, "stopped_after_pairs": 8}
+    details = markdown_cost.cost_details(gate_manifest(section, reproducible=True))
+    assert "- blocks: 16\n- pairs: 8\n- stopped after pairs: 8\n" in details

@@ -34,13 +34,17 @@ Status = Literal["measured", "inconclusive"]
 BudgetStatus = Literal["over", "within", "inconclusive"]
 
 
-class Design(TypedDict):
+class _DesignFields(TypedDict):
     arms: list[str]
     block_steps: int  # the length the probe used
     block_steps_planned: int  # cost.block_steps: the probe lengthens from it
     blocks: int
     pairs: int
     warmup_steps: int
+
+
+class Design(_DesignFields, total=False):
+    stopped_after_pairs: int  # the probe stopped the timed blocks early: the interval was narrow
 
 
 class Budget(TypedDict):
@@ -102,15 +106,28 @@ def t_975(df: int) -> float:
 
 
 def estimate(log_ratios: Sequence[float]) -> Estimate:
-    """Point estimate and t-interval of exp(mean log ratio) - 1, in percent."""
+    """Point estimate and t-interval of exp(mean log ratio) - 1, in percent. No interval from
+    fewer than MIN_PAIRS units: from two, t(1) = 12.7 makes it meaningless (once -100% to
+    +63123226%), and nothing should print it."""
     count = len(log_ratios)
     if count == 0:
         return Estimate(None, None, 0)
     mean = statistics.fmean(log_ratios)
-    if count < 2:
+    if count < MIN_PAIRS:
         return Estimate(_pct(mean), None, count)
     half = t_975(count - 1) * statistics.stdev(log_ratios) / math.sqrt(count)
     return Estimate(_pct(mean), [_pct(mean - half), _pct(mean + half)], count)
+
+
+def narrow_enough(log_ratios: Sequence[float], min_pairs: int, width_pct: float) -> bool:
+    """Whether the cost run may stop: at least `min_pairs` units (and MIN_PAIRS), and the 95%
+    interval at most `width_pct` percentage points wide. The probe's copy
+    (_repro_gate_cost_rule.narrow_enough) must agree: a contract test checks it."""
+    if min_pairs <= 0 or len(log_ratios) < max(min_pairs, MIN_PAIRS):
+        return False
+    mean = statistics.fmean(log_ratios)
+    half = t_975(len(log_ratios) - 1) * statistics.stdev(log_ratios) / math.sqrt(len(log_ratios))
+    return (math.expm1(mean + half) - math.expm1(mean - half)) * 100.0 <= width_pct
 
 
 def block_times(trajectory: list[dict[str, Any]], block_steps: int) -> dict[int, tuple[str, float]]:
@@ -178,6 +195,9 @@ def cost_of_determinism(
     }
     reason = inconclusive_reason(overall, config, replace(plan, block_steps=block_steps),
                                  len(trajectory), report)
+    stopped = report.get("stopped_after_pairs")
+    if isinstance(stopped, int) and not isinstance(stopped, bool) and cost["design"]:
+        cost["design"]["stopped_after_pairs"] = stopped
     cost["status"] = "inconclusive" if reason else "measured"
     if reason:
         cost["reason"] = reason
@@ -207,11 +227,13 @@ def inconclusive_reason(
         return "no optimizer step was seen, so no block could be timed"
     if overall.units < MIN_PAIRS:
         errors = [str(error) for error in report.get("errors") or []]
-        why = (f"the probe could not switch the determinism knobs ({errors[0]})" if errors
-               else f"the cost run took {steps} optimizer steps, the design needs"
-                    f" {plan.timed_steps} ({len(plan.warmup)} warm-up + {plan.rounds} x"
-                    f" {len(plan.arms)} blocks of {plan.block_steps}{_lengthened(plan, config)})")
-        return f"too few block pairs were timed ({overall.units}, {MIN_PAIRS} needed): {why}"
+        if errors:
+            return (f"too few block pairs were timed ({overall.units}, {MIN_PAIRS} needed): the"
+                    f" probe could not switch the determinism knobs ({errors[0]})")
+        return (f"too short to time: {steps} steps, the design needs {plan.timed_steps}"
+                f" ({len(plan.warmup)} warm-up + {plan.rounds} x {len(plan.arms)} blocks of"
+                f" {plan.block_steps}{_lengthened(plan, config)}), {MIN_PAIRS} block pairs at"
+                f" least")
     width = overall.width
     if width is not None and width > config.max_width_pct:
         return (f"the 95% interval is {width:.1f} percentage points wide"

@@ -3,8 +3,9 @@
 One reading of the manifest's `cost` section (`CostView`) and the phrases every report uses: the
 console, the check run, the PR comment, the job summary, the failure reason and the step outputs.
 A measured cost is shown with its 95% interval and the number of block pairs behind it; an
-inconclusive one says why, and its point figure is never shown (the interval may follow, as
-information). The section is read tolerantly: a field of the wrong type reads as absent.
+inconclusive one says why, and its point figure is never shown; its interval may follow, but never
+one from fewer than MIN_PAIRS block pairs (the gate no longer records one; older manifests may).
+The section is read tolerantly: a field of the wrong type reads as absent.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from repro_gate.compare.structured import is_number
 # The reason code of a gate that failed on its cost budget; `gate/verdict.py` names it among the
 # reason codes (a test keeps the two equal). When it is the only failure it is the first reason.
 OVER_BUDGET_CODE = "cost_over_budget"
+# As cost/estimate.py's MIN_PAIRS (a test keeps the two equal): fewer pairs give no interval.
+MIN_PAIRS = 3
 UNIT = "block pair"  # the unit of the interval: one (deterministic, default) pair of blocks
 BREAKDOWN_LABELS = {
     "fill_uninitialized_memory": "filling uninitialised memory",
@@ -112,7 +115,7 @@ def read(cost: Any) -> CostView | None:
         status=status,
         reason=_text(cost.get("reason")) or ("" if "status" in cost else "no status recorded"),
         pct=_number(cost.get("pct")),
-        interval=_interval(cost.get("ci95_pct")),
+        interval=_supported(_interval(cost.get("ci95_pct")), _count(design.get("pairs"))),
         pairs=_count(design.get("pairs")),
         max_width_pct=_number(cost.get("max_width_pct")),
         det_step_seconds=_number(cost.get("det_step_seconds")),
@@ -184,7 +187,8 @@ def breakdown_text(view: CostView) -> str:
 
 def part_figure(view: CostView, part: Part) -> str:
     """One share with its interval, held to the cost's own rule: inconclusive without an
-    interval or when the interval is wider than the limit (the interval may follow)."""
+    interval or when the interval is wider than the limit (an interval from enough pairs may
+    follow)."""
     too_wide = (
         part.interval is not None
         and view.max_width_pct is not None
@@ -244,7 +248,8 @@ def _budget(value: Any) -> Budget | None:
 def _breakdown(value: Any) -> tuple[Part, ...]:
     parts = _mapping(value)
     return tuple(
-        Part(label, _number(share.get("pct")), _interval(share.get("ci95_pct")),
+        Part(label, _number(share.get("pct")),
+             _supported(_interval(share.get("ci95_pct")), _count(share.get("pairs"))),
              _count(share.get("pairs")))
         for key, label in BREAKDOWN_LABELS.items()
         if key in parts and (share := _mapping(parts[key]))
@@ -265,6 +270,11 @@ def _interval(value: Any) -> Interval | None:
     if isinstance(value, list) and len(value) == 2 and all(map(is_number, value)):
         return Interval(float(value[0]), float(value[1]))
     return None
+
+
+def _supported(interval: Interval | None, pairs: int | None) -> Interval | None:
+    """The interval, unless it comes from fewer than MIN_PAIRS pairs: then none at all."""
+    return None if pairs is not None and pairs < MIN_PAIRS else interval
 
 
 def _enum(kind: Any, value: Any) -> Any:

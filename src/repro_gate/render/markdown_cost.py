@@ -65,7 +65,8 @@ def cost_details(manifest: Mapping[str, Any]) -> str:
         ("default step (median)", seconds(view.default_step_seconds)),
         ("arms", ", ".join(map(str, design.get("arms") or []))),
         *((f"{key.replace('_', ' ')}", design.get(key))
-          for key in ("block_steps", "blocks", "pairs", "warmup_steps")),
+          for key in ("block_steps", "blocks", "pairs", "stopped_after_pairs",
+                      "warmup_steps")),
         ("widest interval reported as measured", _points(view.max_width_pct)),
     ]
     lines = [f"- {k}: {one_line(str(v))}" for k, v in pairs if v not in (None, "")]

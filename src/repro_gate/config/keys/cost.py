@@ -29,7 +29,8 @@ KEYS: tuple[ConfigKey, ...] = (
               doc="timed blocks per arm (each round of one block per arm is one unit of the"
                   " interval; at least 3) and optimizer steps per block: the cost run takes"
                   " `warmup + blocks x arms x block_steps` steps (with the breakdown, two census"
-                  " blocks more)",
+                  " blocks more), or stops after 8 rounds or more once the interval is half"
+                  " `cost.max_width_pct` wide",
               input_description="Timed blocks per arm of the cost run (each round of one block"
                                 " per arm is one unit of the 95% interval). Empty: the config"
                                 " file's cost.blocks, else 16.",

@@ -20,6 +20,11 @@ lengthens every block to ceil(block_seconds / that time) steps, within the cap R
 leaves (not in a process group of several ranks: each would time its own steps and plan its own
 end); it records the length in COST_FILE ("block_steps", "block_steps_planned") and returns, at
 each step, the step the run ends at: the end of the plan, or the cap if sooner.
+At the end of each round of timed blocks (one per arm) the probe may stop the timed blocks early:
+once at least the plan's `stop_pairs` rounds are done and the 95% interval of the cost over them is
+at most `stop_width_pct` wide (`_repro_gate_cost_rule.narrow_enough`, a copy of cost/estimate.py's
+rule, kept equal by a test); the census blocks follow at once, and COST_FILE records
+"stopped_after_pairs". Not in a process group of several ranks, for the reason above.
 On an accelerator the host runs ahead of the device: at the end of each block and of the warm-up
 the device is synchronised, and the wait is recorded as the step's "drain", so that a block's
 queued work is timed in that block. The file COST_FILE says which arms could not be had, what
@@ -45,6 +50,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from _repro_gate_contract import COST_FILE, ENV_COST_PLAN
+from _repro_gate_cost_rule import narrow_enough, round_log_ratios
 
 ARM_DEFAULT = "default"
 ARM_DETERMINISTIC = "deterministic"
@@ -76,13 +82,17 @@ class Plan:
     census: tuple[str, ...]
     block_steps: int
     block_seconds: float = 0.0  # the shortest block in seconds; 0: `block_steps` only
+    stop_pairs: int = 0  # the fewest rounds before an early stop; 0: never stop early
+    stop_width_pct: float = 0.0  # stop early once the 95% interval is at most this wide
 
     @classmethod
     def from_json(cls, text: str) -> Plan:
         document = json.loads(text)
         plan = cls(tuple(document["warmup"]), tuple(document["blocks"]),
                    tuple(document.get("census") or ()), int(document["block_steps"]),
-                   float(document.get("block_seconds") or 0.0))
+                   float(document.get("block_seconds") or 0.0),
+                   int(document.get("stop_pairs") or 0),
+                   float(document.get("stop_width_pct") or 0.0))
         unknown = {*plan.warmup, *plan.blocks, *plan.census} - set(ARMS)
         if unknown or plan.block_steps < 1:
             raise ValueError(f"unknown arms {sorted(unknown)} or block_steps {plan.block_steps}")
@@ -122,6 +132,10 @@ class Plan:
 
     def arms(self) -> set[str]:
         return {*self.warmup, *self.blocks, *self.census}
+
+    def stopped_after(self, rounds: int) -> Plan:
+        """The plan with its timed blocks cut after `rounds` rounds; the census follows."""
+        return replace(self, blocks=self.blocks[:rounds * len(set(self.blocks))])
 
 
 @dataclass(frozen=True)
@@ -185,6 +199,9 @@ class CostArms:
         self._census: dict[str, dict[str, float]] = {}
         self._errors: list[str] = []
         self._broken = False
+        self._blocks: dict[int, tuple[str, list[float], float | None]] = {}  # arm, times, drain
+        self._stopped_after: int | None = None  # rounds, when stopped early
+        self._write_later = False  # COST_FILE is due at the end of this step
         unavailable = ARM_NO_FILL in plan.arms() and self._fill is None
         self._unavailable = [ARM_NO_FILL] if unavailable else []
 
@@ -208,7 +225,8 @@ class CostArms:
             for key in ("arm", "block", "census"):
                 record.pop(key, None)
         warmup_end = step == len(self._plan.warmup)
-        if step == 1 or warmup_end or self._broken or self._census_done(step):
+        stopped, self._write_later = self._write_later, False
+        if step == 1 or warmup_end or stopped or self._broken or self._census_done(step):
             self._write(write_json)
 
     def _label(self, record: dict[str, Any], step: int) -> None:
@@ -223,6 +241,9 @@ class CostArms:
             record["census"] = True
         if warmup and slot.arm in self._plan.warmup[:step - 1]:
             self._warmup_times.append(float(record["time"]))
+        if slot.block is not None:
+            self._blocks.setdefault(slot.block, (slot.arm, [], None))[1].append(
+                float(record["time"]))
         if slot.last:
             drain = self._drain()
             if drain is not None:
@@ -231,6 +252,8 @@ class CostArms:
                 self._stop_census(slot.arm)
             if warmup:
                 self._size_blocks(drain)
+            if slot.block is not None:
+                self._end_block(slot.block, drain)
 
     def _size_blocks(self, drain: float | None) -> None:
         """At the end of the warm-up: lengthen the blocks to last `block_seconds`."""
@@ -238,6 +261,20 @@ class CostArms:
         if self._ranks() > 1:
             return  # each rank times its own steps: ranks whose plans differ would stop apart
         self._plan = self._plan.sized(self._step_seconds, self._cap)
+
+    def _end_block(self, block: int, drain: float | None) -> None:
+        """At the end of a timed block: at the end of a round, stop early if the rule says so."""
+        arm, times, _ = self._blocks[block]
+        self._blocks[block] = (arm, times, drain)
+        size = len(set(self._plan.blocks))
+        if (block + 1) % size or self._plan.stop_pairs <= 0 or self._ranks() > 1:
+            return
+        ratios = round_log_ratios(self._blocks, size, (block + 1) // size)
+        if len(ratios) == (block + 1) // size and narrow_enough(
+                ratios, self._plan.stop_pairs, self._plan.stop_width_pct):
+            self._stopped_after = len(ratios)
+            self._plan = self._plan.stopped_after(len(ratios))
+            self._write_later = True
 
     def _ranks(self) -> int:
         """The process group's size (no collective: a local read), 1 without one."""
@@ -319,7 +356,8 @@ class CostArms:
         document = {"unavailable": self._unavailable, "errors": self._errors,
                     "census": self._census, "block_steps": self._plan.block_steps,
                     "block_steps_planned": self._planned_block_steps,
-                    "step_seconds": self._step_seconds}
+                    "step_seconds": self._step_seconds,
+                    "stopped_after_pairs": self._stopped_after}
         try:
             write_json(COST_FILE, document)
         except Exception as error:

@@ -6,28 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from helpers.resume_records import state, step
 
 from repro_gate.compare.missing_state import GENERATORS, PRECEDENCE, SENTENCES, decide, sentence
-
-
-def state(step: int, **changes: Any) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "step": step, "params": f"p{step}", "buffers": f"b{step}",
-        "rng": {"torch": f"t{step}", "cuda": None, "numpy": f"n{step}", "random": f"r{step}"},
-        "optimizer_state": f"o{step}", "hyper": [{"lr": 0.1, "momentum": 0.9}],
-        "grad_scale": None,
-    }
-    for key, value in changes.items():
-        if key in GENERATORS:
-            record["rng"] = {**record["rng"], key: value}
-        else:
-            record[key] = value
-    return record
-
-
-def step(n: int, inputs: str = "x", loss: float = 1.0) -> dict[str, Any]:
-    return {"step": n, "params": {"w": f"w{n}"}, "loss": loss, "inputs": f"{inputs}{n}",
-            "grads": {"w": f"g{n}"}, "init": {"w": "w0"}}
 
 
 def test_the_first_state_in_precedence_at_the_first_differing_step_is_named() -> None:

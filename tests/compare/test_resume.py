@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from repro_gate.compare.missing_state import GENERATORS, SENTENCES
+from helpers.resume_records import state, step
+
+from repro_gate.compare.missing_state import SENTENCES
 from repro_gate.compare.resume import (
     ResumeEvidence,
     ResumePoint,
@@ -18,26 +20,6 @@ from repro_gate.compare.resume import (
 )
 from repro_gate.compare.run_pair import RunSide
 from repro_gate.config import CompareConfig, ToleranceConfig
-
-
-def state(step: int, **changes: Any) -> dict[str, Any]:
-    record: dict[str, Any] = {
-        "step": step, "params": f"p{step}", "buffers": f"b{step}",
-        "rng": {"torch": f"t{step}", "cuda": None, "numpy": f"n{step}", "random": f"r{step}"},
-        "optimizer_state": f"o{step}", "hyper": [{"lr": 0.1, "momentum": 0.9}],
-        "grad_scale": None,
-    }
-    for key, value in changes.items():
-        if key in GENERATORS:
-            record["rng"] = {**record["rng"], key: value}
-        else:
-            record[key] = value
-    return record
-
-
-def step(n: int, inputs: str = "x", loss: float = 1.0) -> dict[str, Any]:
-    return {"step": n, "params": {"w": f"w{n}"}, "loss": loss, "inputs": f"{inputs}{n}",
-            "grads": {"w": f"g{n}"}, "init": {"w": "w0"}}
 
 
 def evidence(r_steps: list[dict[str, Any]], states_r: list[dict[str, Any]] | None = None,

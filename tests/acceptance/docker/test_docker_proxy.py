@@ -26,25 +26,18 @@ from helpers.docker_fixtures import TEST_LABEL, GateContainers, PinnedImage
 from helpers.gate_cli import check
 from helpers.paths import TRAININGS
 from helpers.proxy_thread import RunningProxy
+from helpers.slot_policies import CID, OTHER_GPU, RUNNER_SOCKET, SLOT_GPU, policy_for
 
 import repro_gate
 from repro_gate.runner.proxy.ownership import SLOT_LABEL
-from repro_gate.runner.proxy.policy import SlotPolicy
 from repro_gate.runner.slot_endpoint import FilterThread
 
-SLOT_GPU = "GPU-11111111-2222-3333-4444-555555555555"
-OTHER_GPU = "GPU-99999999-8888-7777-6666-555555555555"
 # The daemon the `docker_client` fixture uses (docker.from_env): DOCKER_HOST or the default.
 DAEMON_SOCKET = Path(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
                      .removeprefix("unix://"))
 
 
-def policy_for(work: Path, **changes: Any) -> SlotPolicy:
-    return SlotPolicy(gpu_uuid=SLOT_GPU, work_folder=work, **changes)
 
-
-RUNNER_SOCKET = "/var/run/docker.sock"  # where the runner container sees its slot's socket
-CID = "0123456789abcdef" * 4  # a full container ID
 
 
 @pytest.fixture

@@ -9,6 +9,15 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from helpers.slot_policies import (
+    CID,
+    RUNNER_SOCKET,
+    SLOT_GPU,
+    host,
+    policy_for,
+    socket_mount,
+    with_paths,
+)
 
 from repro_gate.runner.proxy.ownership import (
     SLOT_LABEL,
@@ -23,25 +32,6 @@ from repro_gate.runner.proxy.ownership import (
 )
 from repro_gate.runner.proxy.policy import SlotPolicy, check_create
 from repro_gate.runner.proxy.routes import Handling, route
-
-SLOT_GPU = "GPU-11111111-2222-3333-4444-555555555555"
-CID = "0123456789abcdef" * 4  # a full container ID
-
-
-def policy_for(work: Path, **changes: Any) -> SlotPolicy:
-    return SlotPolicy(gpu_uuid=SLOT_GPU, work_folder=work, **changes)
-
-
-def host(**settings: Any) -> dict[str, Any]:
-    return {"Image": "python", "HostConfig": settings}
-
-
-RUNNER_SOCKET = "/var/run/docker.sock"  # where the runner container sees its slot's socket
-
-
-def socket_mount(source: str, **more: Any) -> dict[str, Any]:
-    return {"Type": "bind", "Source": source, "Target": RUNNER_SOCKET, **more}
-
 
 # (create body, the body forwarded); `{proxy}` is the slot's proxy socket on the host.
 SOCKET_REWRITTEN = [
@@ -62,16 +52,10 @@ SOCKET_REWRITTEN = [
 ]
 
 
-def with_paths(body: dict[str, Any], work: Path, proxy: Path) -> dict[str, Any]:
-    return json.loads(json.dumps(body).replace("{work}", str(work)).replace("{proxy}", str(proxy)))
 
 
-@pytest.fixture
-def socket_policy(tmp_path: Path) -> SlotPolicy:
-    """A slot whose proxy socket lies beside its work folder, as the service lays them out."""
-    (tmp_path / "work" / "data").mkdir(parents=True)
-    proxy = tmp_path / "proxy" / "docker.sock"
-    return policy_for(tmp_path / "work", protected=frozenset({proxy}), proxy_socket=proxy)
+
+
 
 
 @pytest.mark.parametrize(("body", "forwarded"), SOCKET_REWRITTEN)

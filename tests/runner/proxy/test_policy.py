@@ -8,6 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.slot_policies import (
+    OTHER_GPU,
+    RUNNER_SOCKET,
+    SLOT_GPU,
+    gpu,
+    host,
+    policy_for,
+    socket_mount,
+    with_paths,
+)
 
 from repro_gate.runner.proxy.policy import (
     SlotPolicy,
@@ -17,22 +27,6 @@ from repro_gate.runner.proxy.policy import (
     check_update,
     check_volume_create,
 )
-
-SLOT_GPU = "GPU-11111111-2222-3333-4444-555555555555"
-OTHER_GPU = "GPU-99999999-8888-7777-6666-555555555555"
-
-
-def policy_for(work: Path, **changes: Any) -> SlotPolicy:
-    return SlotPolicy(gpu_uuid=SLOT_GPU, work_folder=work, **changes)
-
-
-def gpu(ids: list[str] | None = None, count: int = 0) -> dict[str, Any]:
-    return {"Driver": "", "Count": count, "DeviceIDs": ids, "Capabilities": [["gpu"]]}
-
-
-def host(**settings: Any) -> dict[str, Any]:
-    return {"Image": "python", "HostConfig": settings}
-
 
 # (create body, a part of the refusal); the paths are relative to the work folder's parent.
 REFUSED = [
@@ -132,11 +126,9 @@ def test_a_symbolic_link_out_of_the_work_folder_and_the_slot_socket_are_refused(
     assert allowed is None
 
 
-RUNNER_SOCKET = "/var/run/docker.sock"  # where the runner container sees its slot's socket
 
 
-def socket_mount(source: str, **more: Any) -> dict[str, Any]:
-    return {"Type": "bind", "Source": source, "Target": RUNNER_SOCKET, **more}
+
 
 
 SOCKET_REFUSED = [
@@ -152,16 +144,10 @@ SOCKET_REFUSED = [
 ]
 
 
-def with_paths(body: dict[str, Any], work: Path, proxy: Path) -> dict[str, Any]:
-    return json.loads(json.dumps(body).replace("{work}", str(work)).replace("{proxy}", str(proxy)))
 
 
-@pytest.fixture
-def socket_policy(tmp_path: Path) -> SlotPolicy:
-    """A slot whose proxy socket lies beside its work folder, as the service lays them out."""
-    (tmp_path / "work" / "data").mkdir(parents=True)
-    proxy = tmp_path / "proxy" / "docker.sock"
-    return policy_for(tmp_path / "work", protected=frozenset({proxy}), proxy_socket=proxy)
+
+
 
 
 @pytest.mark.parametrize(("body", "reason"), SOCKET_REFUSED)
@@ -205,4 +191,3 @@ def test_the_other_bodies_follow_the_same_rules(
     refused = check(body, policy_for(tmp_path))
 
     assert refused == reason or (reason is not None and refused and reason in refused), refused
-

@@ -1,7 +1,8 @@
 """Fixtures shared by the whole suite; those of one kind of service live in tests/helpers.
 
 Markers are set here from what a test uses, so they tell the truth: `acceptance` by path,
-`docker`, `rootless` and `prometheus` by fixture (`slow` is set by the modules themselves).
+`docker`, `rootless` and `prometheus` by fixture, `slow` for the scenarios of several gates
+(and by the few modules and tests that mark themselves).
 Under pytest-xdist (`--dist loadgroup`, as scripts/test runs) each module is one group, so a
 module's shared gate runs once, and every test of a container engine is in one group: the engines,
 images and system users that their session fixtures set up are never raced by two workers.
@@ -43,6 +44,16 @@ def manifest_current() -> dict[str, Any]:
 
 ACCEPTANCE = Path(__file__).parent / "acceptance"
 ENGINE_GROUP = "container-engines"
+# Modules whose tests are scenarios of several gates (a golden file blessed then changed, two
+# environments compared, one clone gated in turn): `slow`, left out of the pull-request tier.
+MULTI_GATE_SCENARIOS = {
+    "tests/acceptance/cli/test_golden.py",
+    "tests/acceptance/cli/test_golden_rebuild.py",
+    "tests/acceptance/cli/test_upgrade_command.py",
+    "tests/acceptance/cli/test_upgrade_sources.py",
+    "tests/acceptance/cli/test_work_copy.py",
+    "tests/acceptance/github/test_action_upgrade.py",
+}
 # A marker and the fixtures whose use sets it; a fixture here pulls in every one it depends on.
 MARKER_FIXTURES = {
     "docker": {"docker_client"},
@@ -56,6 +67,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if ACCEPTANCE in item.path.parents:
             item.add_marker(pytest.mark.acceptance)
+        if item.nodeid.split("::")[0] in MULTI_GATE_SCENARIOS:
+            item.add_marker(pytest.mark.slow)
         used = set(getattr(item, "fixturenames", ()))
         for marker, fixtures in MARKER_FIXTURES.items():
             if used & fixtures:

@@ -38,8 +38,6 @@ from hypothesis import strategies as st
 
 from repro_gate.cli.main import build_parser, main
 
-pytestmark = pytest.mark.slow
-
 TRACEBACK = "Traceback (most recent call last)"
 # main()'s last resort for an exception nobody expected: no traceback, but still a bug.
 INTERNAL_ERROR = "repro-gate: internal error:"

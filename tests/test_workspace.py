@@ -22,24 +22,24 @@ def test_the_workspace_is_github_workspace_in_actions_else_the_current_directory
 
 
 def test_files_inside_the_workspace_are_named_relative_to_it() -> None:
-    root = "/work/repo"
+    root = "/srv/repo"
 
     assert repository_path("train.py", root) == "train.py"
-    assert repository_path("/work/repo/src/model.py", root) == "src/model.py"
+    assert repository_path("/srv/repo/src/model.py", root) == "src/model.py"
     assert repository_path("src/../lib/./data.py", root) == "lib/data.py"
-    assert repository_path("/work/repo/", Path("/work/repo/sub/..")) is None  # the root itself
+    assert repository_path("/srv/repo/", Path("/srv/repo/sub/..")) is None  # the root itself
 
 
 @pytest.mark.parametrize(
     "file",
-    ["/usr/lib/python3/site-packages/torch/nn.py", "../other/train.py", "/work/repository/x.py"],
+    ["/usr/lib/python3/site-packages/torch/nn.py", "../other/train.py", "/srv/repository/x.py"],
 )
 def test_files_outside_the_workspace_have_no_repository_path(file: str) -> None:
-    assert repository_path(file, "/work/repo") is None
+    assert repository_path(file, "/srv/repo") is None
 
 
 def test_a_missing_file_or_workspace_gives_no_path() -> None:
-    assert repository_path(None, "/work/repo") is None
-    assert repository_path("", "/work/repo") is None
-    assert repository_path(12, "/work/repo") is None
+    assert repository_path(None, "/srv/repo") is None
+    assert repository_path("", "/srv/repo") is None
+    assert repository_path(12, "/srv/repo") is None
     assert repository_path("train.py", None) is None

@@ -30,14 +30,14 @@ def evidence(r_steps: list[dict[str, Any]], states_r: list[dict[str, Any]] | Non
                           {0: states_a}, {0: states_r or states_a})
 
 
-POINT = ResumePoint(2, "/work/ckpt.pt")
+POINT = ResumePoint(2, "/checkpoints/ckpt.pt")
 
 
 def test_a_resumed_run_equal_to_a_is_the_same() -> None:
     # The probe stopped R at step 3's start; the resumed process recorded step 3 again.
     r_steps = [step(1), step(2), step(3, loss=9.0), step(3), step(4), step(5)]
     result = compare_resume(evidence(r_steps), POINT, ToleranceConfig(), CompareConfig())
-    assert result == {"status": "same", "resume_step": 2, "checkpoint": "/work/ckpt.pt",
+    assert result == {"status": "same", "resume_step": 2, "checkpoint": "/checkpoints/ckpt.pt",
                       "first_divergence": None, "missing_state": None,
                       "note": "resumed after step 2, run R matches run A bitwise (5 steps and"
                               " the artifacts)"}

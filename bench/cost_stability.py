@@ -4,8 +4,8 @@ Runs `repro-gate check` on the reference N times, one after the other, each in a
 directory, and prints as JSON each gate's cost (status, figure, 95% interval, pairs, reason),
 the spread of the measured figures (max - min, percentage points), the pooled median (the
 median of every pair's cost over all repeats: the best estimate the data give), whether every
-measured interval contains it, whether the target is met (>= 3 of 5 measured, every
-measured interval containing the pooled median, spread <= 15 pp), and the machine's load
+measured interval contains it, whether the target is met (>= 3 of 5 measured, at most one
+measured interval missing the pooled median, spread <= 15 pp), and the machine's load
 average before and after each gate.
 
 Usage: python bench/cost_stability.py [--repeats 5] [--steps N] [--] [extra check flags]
@@ -26,6 +26,8 @@ from typing import Any
 
 TARGET_MEASURED = 3  # of 5 repeats
 TARGET_SPREAD_PP = 15.0
+# Five 95% intervals miss the truth twice or more in 2.3% of series: one miss is chance.
+TARGET_MAX_MISSING = 1
 
 
 def gate(output: Path, steps: int | None, extra: list[str]) -> dict[str, Any]:
@@ -76,7 +78,9 @@ def summary(gates: list[dict[str, Any]]) -> dict[str, Any]:
         "pooled_median_pct": None if pooled is None else round(pooled, 2),
         "median_of_figures_pct": round(statistics.median(figures), 2) if figures else None,
         "every_measured_interval_contains_pooled_median": all(contain) if measured else None,
-        "target_met": (len(measured) >= TARGET_MEASURED * len(gates) / 5 and all(contain)
+        "intervals_missing_pooled_median": contain.count(False),
+        "target_met": (len(measured) >= TARGET_MEASURED * len(gates) / 5
+                       and contain.count(False) <= TARGET_MAX_MISSING
                        and spread is not None and spread <= TARGET_SPREAD_PP),
     }
 

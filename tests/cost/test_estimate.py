@@ -140,8 +140,8 @@ def test_a_training_too_short_for_the_blocks_is_inconclusive_not_an_error() -> N
     assert cost["status"] == "inconclusive"
     assert cost["design"]["pairs"] == 2 < MIN_PAIRS
     assert cost["reason"] == (
-        "too short to time: 22 steps, the design needs 51 (3 warm-up + 6 x 2 blocks of 4),"
-        " 3 block pairs at least")
+        "too short to time: 22 steps, the design needs 51 (3 warm-up + 6 x 2 blocks of 4);"
+        " 3 block pairs, the fewest for a figure, need 27")
     assert cost["pct"] is not None  # kept, but never to be shown alone
     assert cost["ci95_pct"] is None  # from two pairs an interval means nothing
     assert valid(dict(cost)) == []
@@ -167,7 +167,7 @@ def test_the_gate_times_the_blocks_the_probe_lengthened() -> None:
     short = cost_of_determinism(records[:3 + 2 * 20 + 5], plan(config), config, report)
     assert short["reason"] == (
         "too short to time: 48 steps, the design needs 123 (3 warm-up + 6 x 2 blocks of 10,"
-        " lengthened from 4 to last 0.25 s), 3 block pairs at least")
+        " lengthened from 4 to last 0.25 s); 3 block pairs, the fewest for a figure, need 63")
 
 
 def test_without_any_step_nothing_is_timed() -> None:

@@ -232,13 +232,18 @@ def inconclusive_reason(
                     f" probe could not switch the determinism knobs ({errors[0]})")
         return (f"too short to time: {steps} steps, the design needs {plan.timed_steps}"
                 f" ({len(plan.warmup)} warm-up + {plan.rounds} x {len(plan.arms)} blocks of"
-                f" {plan.block_steps}{_lengthened(plan, config)}), {MIN_PAIRS} block pairs at"
-                f" least")
+                f" {plan.block_steps}{_lengthened(plan, config)}); {MIN_PAIRS} block pairs,"
+                f" the fewest for a figure, need {_steps_for_pairs(plan, MIN_PAIRS)}")
     width = overall.width
     if width is not None and width > config.max_width_pct:
         return (f"the 95% interval is {width:.1f} percentage points wide"
                 f" (limit {config.max_width_pct:g}): the machine's speed varied too much")
     return None
+
+
+def _steps_for_pairs(plan: CostPlan, pairs: int) -> int:
+    """Steps up to the end of the first `pairs` rounds of the plan."""
+    return len(plan.warmup) + pairs * len(plan.arms) * plan.block_steps
 
 
 def budget(status: Status, interval: list[float] | None, max_pct: float) -> Budget:

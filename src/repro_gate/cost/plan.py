@@ -24,7 +24,6 @@ the probe keeps a copy of (a test keeps them equal); docs/performance.md says wh
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 
 from repro_gate.config import CostConfig
@@ -32,9 +31,6 @@ from repro_gate.config import CostConfig
 ARM_DETERMINISTIC = "deterministic"
 ARM_NO_FILL = "deterministic_no_fill"
 ARM_DEFAULT = "default"
-# No step of the embedded reference is quicker: its cost run trains long enough for blocks of
-# ceil(block_seconds / this) steps; the probe stops it at the end of its plan.
-REFERENCE_STEP_FLOOR_SECONDS = 0.0002
 # The fewest rounds (block pairs) before the probe may stop early. In simulation (normal pair
 # noise, bench/cost_early_stop.py) 8 keeps the coverage of the 95% interval at 93.6-95.1%; with 3
 # or 4 it falls to about 91% where pairs vary most.
@@ -92,12 +88,3 @@ def max_steps(cost: CostConfig) -> int:
     at the end of its plan, whose length only it knows (the blocks it lengthened)."""
     return cost.steps
 
-
-def reference_steps(cost: CostConfig) -> int:
-    """Steps the embedded reference trains in the cost run: enough for the plan with the
-    longest blocks its quickest step could need."""
-    design = plan(cost)
-    longest = max(cost.block_steps,
-                  math.ceil(cost.block_seconds / REFERENCE_STEP_FLOOR_SECONDS))
-    steps = len(design.warmup) + (len(design.blocks) + len(design.census)) * longest
-    return min(steps, cost.steps) if cost.steps > 0 else steps

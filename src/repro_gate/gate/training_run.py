@@ -109,13 +109,12 @@ class RunRecord:
         return entry
 
 
-def command_argv(
-    config: Config, launcher: Launcher, steps: int | None = None
-) -> tuple[list[str], list[Path]]:
+def command_argv(config: Config, launcher: Launcher) -> tuple[list[str], list[Path]]:
     """The command to run and the extra PYTHONPATH entries it needs (the reference's directory).
 
     A command string runs through the shell, as the user wrote it; an argv list runs as is. The
-    reference trains `steps` steps if given (the cost run's), else `reference.steps`.
+    reference trains `reference.steps` in every run, the cost run included: like any training,
+    the cost run is the training as written, and one too short to time says so.
     """
     if isinstance(config.command, str):
         return shell_argv(config.command), []
@@ -124,7 +123,7 @@ def command_argv(
     reference = config.reference
     argv = [
         launcher.python_executable(), "-m", REFERENCE_MODULE,
-        "--steps", str(steps or reference.steps),
+        "--steps", str(reference.steps),
         "--batch-size", str(reference.batch_size),
         "--width", str(reference.width),
         "--device", reference.device,
@@ -182,9 +181,7 @@ def build_spec(
         isolation = workcopy.isolation(config.workdir, run_dir, output_dir)
     else:
         workdir = _copy(config, name)
-    # The probe ends the cost run at the end of its plan, whose blocks it may lengthen.
-    cost_steps = cost_plan.reference_steps(config.cost) if mode == "cost" else None
-    argv, extra_path = command_argv(config, launcher, cost_steps)
+    argv, extra_path = command_argv(config, launcher)
     return RunSpec(
         name=name,
         mode=mode,

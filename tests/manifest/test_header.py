@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from repro_gate import __version__, validation
 from repro_gate.manifest.header import TOOL_NAME, header
-from repro_gate.manifest.versions import SCHEMA_VERSION
+from repro_gate.manifest.versions import SCHEMA_MINOR, SCHEMA_VERSION
 
 
 def test_the_header_names_the_schema_the_tool_and_the_gate() -> None:
@@ -12,6 +12,7 @@ def test_the_header_names_the_schema_the_tool_and_the_gate() -> None:
 
     assert built == {
         "schema_version": SCHEMA_VERSION,
+        "schema_minor": SCHEMA_MINOR,
         "tool": {"name": TOOL_NAME, "version": __version__},
         "gate": "lm-gate",
         "started_at": "2030-01-01T00:00:00+00:00",

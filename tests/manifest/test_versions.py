@@ -112,8 +112,23 @@ def test_a_newer_version_is_refused_in_one_line(
         manifest.read(path)
     assert raised.value.kind == "manifest_version"
     assert raised.value.message == (
-        f"{path}: schema_version 99 is newer than this repro-gate understands (5);"
+        f"{path}: schema_version 99 is newer than this repro-gate understands (5.1);"
         " upgrade repro-gate")
+
+
+def test_a_newer_minor_is_refused_and_an_older_one_read_as_it_is(
+    tmp_path: Path, manifest_current: dict[str, Any]
+) -> None:
+    # An additive change bumps schema_minor: an older minor, or none, is valid as it is.
+    newer = write_json(tmp_path / "newer.json", {**manifest_current, "schema_minor": 2})
+    with pytest.raises(GateError) as raised:
+        manifest.read(newer)
+    assert raised.value.message == (
+        f"{newer}: schema_version 5.2 is newer than this repro-gate understands (5.1);"
+        " upgrade repro-gate")
+    older = {key: value for key, value in manifest_current.items() if key != "schema_minor"}
+    assert manifest.read(write_json(tmp_path / "older.json", older))["verdict"] == (
+        manifest_current["verdict"])
 
 
 @pytest.mark.parametrize(
@@ -166,6 +181,7 @@ def test_the_header_starts_a_valid_manifest(manifest_current: dict[str, Any]) ->
     header = manifest.header("nightly", "2026-11-20T09:12:03+00:00")
     assert header == {
         "schema_version": 5,
+        "schema_minor": 1,
         "tool": {"name": "repro-gate", "version": repro_gate.__version__},
         "gate": "nightly",
         "started_at": "2026-11-20T09:12:03+00:00",

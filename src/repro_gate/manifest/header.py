@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from repro_gate import __version__
-from repro_gate.manifest.versions import SCHEMA_VERSION
+from repro_gate.manifest.versions import SCHEMA_MINOR, SCHEMA_VERSION
 
 TOOL_NAME = "repro-gate"
 
@@ -18,9 +18,11 @@ class Tool(TypedDict):
 
 
 class Header(TypedDict):
-    """`schema_version`, `tool`, `gate`, `started_at`, `finished_at` of a manifest."""
+    """`schema_version`, `schema_minor`, `tool`, `gate`, `started_at`, `finished_at` of a
+    manifest."""
 
     schema_version: int
+    schema_minor: int
     tool: Tool
     gate: str
     started_at: str
@@ -34,6 +36,7 @@ def header(gate: str, started_at: str, finished_at: str | None = None) -> Header
     """
     return {
         "schema_version": SCHEMA_VERSION,
+        "schema_minor": SCHEMA_MINOR,
         "tool": {"name": TOOL_NAME, "version": __version__},
         "gate": gate,
         "started_at": started_at,

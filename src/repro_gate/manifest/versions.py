@@ -1,8 +1,11 @@
 """Which manifest versions this gate reads, and how an older one becomes the current shape.
 
-Rule: every earlier `schema_version` is migrated in memory, one step at a time, to the current
-one and then validated against the current schema; a newer one is refused, since fields this
-gate does not know could change what the document means.
+Rule (docs/architecture.md, "Document versions"): a change of shape or meaning bumps
+`schema_version` and adds a migration step here; an additive change (a new optional field, a new
+enum value) bumps `schema_minor`, once per release, and needs none, since an older document is
+valid as it is. Every earlier version is migrated in memory, one step at a time, to the current
+one and then validated against the current schema; a newer one, minor included, is refused,
+since fields this gate does not know could change what the document means.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ Document = dict[str, Any]
 
 # The version this gate writes: the schema's own `schema_version.const`, so the two never drift.
 SCHEMA_VERSION: int = int(validation.load("manifest")["properties"]["schema_version"]["const"])
+# The additive changes within it (new optional fields, new enum values): the schema's maximum.
+SCHEMA_MINOR: int = int(validation.load("manifest")["properties"]["schema_minor"]["maximum"])
 
 # Sections version 1 reserved as free-form objects (`{"type": "object"}`) that version 2 gave a
 # schema: no version 1 gate ever wrote them, and content written under no schema has no meaning.
@@ -121,10 +126,13 @@ def version_of(document: Document, source: str, kind: ErrorKind) -> int:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         found = "no schema_version" if version is None else f"schema_version {version!r}"
         raise GateError(f"{source}: not a repro-gate manifest ({found})", kind=kind)
-    if version > SCHEMA_VERSION:
+    minor = document.get("schema_minor", 0)
+    if version > SCHEMA_VERSION or (version == SCHEMA_VERSION and isinstance(minor, int)
+                                     and minor > SCHEMA_MINOR):
+        shown = f"{version}.{minor}" if version == SCHEMA_VERSION else str(version)
         raise GateError(
-            f"{source}: schema_version {version} is newer than this repro-gate understands"
-            f" ({SCHEMA_VERSION}); upgrade repro-gate",
+            f"{source}: schema_version {shown} is newer than this repro-gate understands"
+            f" ({SCHEMA_VERSION}.{SCHEMA_MINOR}); upgrade repro-gate",
             kind=ErrorKind.MANIFEST_VERSION,
         )
     return version

@@ -163,3 +163,46 @@ def test_causes_on_sampled_records_say_what_sampling_cannot_rule_out() -> None:
     assert note(1, 32, loss="0x1p+1") == ("forward", None)
     assert note(3, 32, inputs="j") == ("input", None)
     assert note(3, None, loss="0x1p+1") == ("forward", None)  # whole records: exact
+
+
+# A BatchNorm model whose running mean run B nudges after step 3's update: in training mode the
+# batch's own statistics normalise, so parameters and loss stay equal at every step.
+BATCHNORM_MODEL = """
+import os, torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 1))
+model.register_buffer("mask", torch.ones(8))  # never written: digested once, then kept
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(1, 6):
+    loss = model(torch.randn(16, 4)).pow(2).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    if step == 3 and os.environ.get("NUDGE"):
+        with torch.no_grad():
+            model[1].running_mean[0] += 1e-3
+"""
+
+
+@pytest.mark.parametrize("accelerator", [False, True], ids=["cpu", "as_accelerator"])
+def test_buffers_that_differ_while_parameters_agree_are_the_cause_buffers(
+    tmp_path: Path, accelerator: bool
+) -> None:
+    script = tmp_path / "batchnorm.py"
+    script.write_text(BATCHNORM_MODEL)
+    first = run(script, tmp_path / "a", accelerator=accelerator)
+    second = run(script, tmp_path / "b", accelerator=accelerator, extra_env={"NUDGE": "1"})
+    assert first.returncode == second.returncode == 0, second.stderr
+    steps_a, steps_b = read_trajectory(tmp_path / "a"), read_trajectory(tmp_path / "b")
+    # In the model's own order (named_buffers: its own, then its children's).
+    assert list(steps_a[0]["buffers"]) == ["mask", "1.running_mean", "1.running_var",
+                                           "1.num_batches_tracked"]
+    assert len({step["buffers"]["mask"] for step in steps_a}) == 1
+    assert len({step["buffers"]["1.running_mean"] for step in steps_a}) == 5
+    assert [s["params"] for s in steps_a] == [s["params"] for s in steps_b]
+    divergence = compare_trajectories(steps_a, steps_b, ("A", "B"))["first_divergence"]
+    assert divergence is not None
+    # Step 3's record is taken in its optimizer step, before the nudge: step 4 shows it.
+    assert (divergence["step"], divergence["cause"], divergence["parameters"]) == (
+        4, "buffers", [])
+    assert divergence["buffers"] == ["1.running_mean"]

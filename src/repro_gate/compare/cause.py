@@ -33,6 +33,7 @@ class Cause(StrEnum):
     FORWARD = "forward"
     BACKWARD = "backward"
     OPTIMIZER = "optimizer"
+    BUFFERS = "buffers"  # parameters and loss agree, the model's buffers do not
     UNKNOWN = "unknown"
 
 

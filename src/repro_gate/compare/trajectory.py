@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from repro_gate.compare.cause import Cause, cause_rank, classify, differing
+from repro_gate.compare.cause import Cause, Diagnosis, cause_rank, classify, differing
 from repro_gate.compare.status import Status
 
 Trajectory = list[dict[str, Any]]
@@ -26,6 +26,7 @@ class _DivergenceAt(TypedDict):
 class FirstDivergence(_DivergenceAt, total=False):
     initial_parameters: list[str]
     gradients: list[str]
+    buffers: list[str]
     note: str
     # Added by the gate after the comparison: the seeding it saw, run L's module, the op.
     unseeded: dict[str, Any]
@@ -76,6 +77,9 @@ def compare_trajectories(
 ) -> TrajectoryComparison:
     """Walk both trajectories step by step; report the first step whose digests or loss differ.
 
+    A step whose parameters and loss agree but whose buffers do not (a resumed BatchNorm without
+    its running statistics) diverges with the cause `buffers`.
+
     Parameters are listed in model order (the order the probe recorded them in run `a`).
     """
     steps = {runs[0]: len(a), runs[1]: len(b)}
@@ -103,9 +107,13 @@ def _divergence_at(
     parameters = differing(a.get("params", {}), b.get("params", {}))
     loss_a, loss_b = a.get("loss"), b.get("loss")
     loss_differs = None if loss_a is None or loss_b is None else loss_a != loss_b
-    if not parameters and not loss_differs:
+    # Records of earlier probes have no buffers: nothing to compare.
+    buffers = differing(a.get("buffers") or {}, b.get("buffers") or {}) if (
+        "buffers" in a and "buffers" in b) else []
+    if not parameters and not loss_differs and not buffers:
         return None
-    diagnosis = classify(a, b)
+    diagnosis: Diagnosis = {"cause": Cause.BUFFERS} if not parameters and not loss_differs else (
+        classify(a, b))
     divergence: FirstDivergence = {
         "step": int(a["step"]), "parameters": parameters, "loss_differs": loss_differs,
         "rank": rank, "runs": list(runs), "cause": diagnosis.get("cause", Cause.UNKNOWN),
@@ -116,4 +124,6 @@ def _divergence_at(
         divergence["gradients"] = diagnosis["gradients"]
     if "note" in diagnosis:
         divergence["note"] = diagnosis["note"]
+    if buffers:
+        divergence["buffers"] = buffers
     return divergence

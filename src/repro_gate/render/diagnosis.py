@@ -45,6 +45,7 @@ LABELS = {
     "forward": "forward pass diverges",
     "backward": "backward pass diverges",
     "optimizer": "optimizer update diverges",
+    "buffers": "buffers differ",
     "unknown": "cause unknown",
 }
 
@@ -66,9 +67,20 @@ def explain(divergence: Mapping[str, Any], multi_rank: bool) -> str:
         return f"{lead} in the backward pass: {_backward(divergence)}"
     if cause == "optimizer":
         return f"{lead} in the optimizer step: {_optimizer(divergence)}"
+    if cause == "buffers":
+        return f"{lead} in the model's buffers: {_buffers(divergence)}"
     if cause == "unknown":
         return f"{lead}: {_parameters(divergence)}; cause unknown: {_missing(divergence)}"
     return f"{lead}: {_parameters(divergence)}"
+
+
+def _buffers(divergence: Mapping[str, Any]) -> str:
+    """The buffers that differ while parameters and loss agree, and where to look."""
+    names = _names(divergence.get("buffers"))
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (f"{shown or 'a buffer'} differ while the parameters and the loss agree; running"
+            " statistics (BatchNorm's) that a checkpoint leaves out or a resume does not restore"
+            " look like this")
 
 
 def unseeded(divergence: Mapping[str, Any]) -> str:

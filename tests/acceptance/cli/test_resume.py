@@ -64,6 +64,11 @@ def test_a_resume_that_forgets_a_state_fails_naming_it(
     assert sentence(resume["missing_state"]) in manifest["reasons"][0]["message"]
     assert sentence(resume["missing_state"]) in result.stdout
     assert (manifest["comparison"]["first_divergence"], manifest["verdict"]) == (None, "fail")
+    if forget == "buffers":
+        # Parameters and loss agree after the resume; the running statistics do not, from the
+        # first resumed step on.
+        divergence = resume["first_divergence"]
+        assert (divergence["step"], divergence["cause"]) == (3, "buffers"), divergence
 
 
 def test_no_checkpoint_after_the_resume_step_is_an_error(project: Path) -> None:

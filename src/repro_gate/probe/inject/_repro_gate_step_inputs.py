@@ -16,11 +16,12 @@ localisation run, which every `backward` cause gets, finds the module. Calls mad
 user's own forward hooks run.
 
 Nothing is registered on the user's modules: torch's global hooks see every call, and this
-object keeps no reference to a module.
+object keeps only weak references to the step's models (for their buffers, _repro_gate_buffers).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -40,12 +41,15 @@ class StepInputs:
         self._outputs: list[PendingDigests] = []
         self._every, self._min_elements = sample  # how large outputs are sampled on the host
         self._calls = 0  # the model's calls digested: the sampled block rotates with them
+        self._models: list[weakref.ref[Any]] = []  # the step's models, in call order
 
     def on_root_call(self, module: Any, args: Any, kwargs: Any, output: Any = None) -> None:
         """A root module's call ended: digest its inputs and output if it is the model."""
         try:
             if not self._torch.is_grad_enabled() or not _has_parameters(module):
                 return
+            if all(ref() is not module for ref in self._models):
+                self._models.append(weakref.ref(module))
             tensors: list[Any] = []
             self._collect((args, kwargs or {}), tensors, 0, batch_only=True)
             if tensors:
@@ -68,6 +72,11 @@ class StepInputs:
         """The step's pending output digests, in call order; the next step starts empty."""
         pending, self._outputs = self._outputs, []
         return pending
+
+    def take_models(self) -> list[weakref.ref[Any]]:
+        """The models called in the step, first call first; the next step starts empty."""
+        models, self._models = self._models, []
+        return models
 
     def _collect(self, value: Any, into: list[Any], depth: int, batch_only: bool) -> None:
         if isinstance(value, self._torch.Tensor):

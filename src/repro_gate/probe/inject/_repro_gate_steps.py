@@ -2,7 +2,8 @@
 
 The pre-hook queues the gradients' digests (the optimizer may change them in place) and, before
 the first step, the parameters as initialised; the post-hook adds the parameters after the
-update, the step's input batch, the model's output and the loss, and starts copying all of it
+update, the step's input batch, the model's output, the loss and the model's buffers
+(`_repro_gate_buffers`), and starts copying all of it
 to the host in one transfer per device (`_repro_gate_host_read`). On the host (CPU) the record
 is complete at once. On an accelerator it is read at the next step's post-hook, or when the run
 ends (`flush`), so the host never waits for the device: fail-fast sees a step's record one step
@@ -26,6 +27,7 @@ import struct
 from typing import Any
 
 import torch
+from _repro_gate_buffers import model_buffers
 from _repro_gate_digest import PendingDigests, Sample, combine_digests, start_digests
 from _repro_gate_host_read import HostRead
 from _repro_gate_row_sums import as_integers, integer_dtype
@@ -52,7 +54,8 @@ class PendingRecord:
 
     def __init__(self, header: dict[str, Any], names: list[str], params: PendingDigests,
                  calls: tuple[list[PendingDigests], list[PendingDigests]],
-                 before: StepEvidence | None, loss: torch.Tensor | None, every: int) -> None:
+                 before: StepEvidence | None, loss: torch.Tensor | None, every: int,
+                 buffers: tuple[list[str], PendingDigests] | None = None) -> None:
         self.header = header
         self.names = names
         self.params = params
@@ -60,8 +63,10 @@ class PendingRecord:
         self.grads = before.grads if before is not None else None
         self.init = before.init if before is not None else None
         self.every = every
+        self.buffer_names: list[str] = [] if buffers is None else buffers[0]
+        self.buffers: PendingDigests | None = None if buffers is None else buffers[1]
         self._batches = [params, *self.inputs, *self.outputs,
-                         *(b for b in (self.grads, self.init) if b is not None)]
+                         *(b for b in (self.grads, self.init, self.buffers) if b is not None)]
         parts = [part for batch in self._batches for part in batch.parts]
         self.loss_dtype = None if loss is None else loss.dtype
         if loss is not None:  # its raw bits, turned back into a float on the host when read
@@ -86,8 +91,12 @@ class PendingRecord:
         record["outputs"] = _combined(self.outputs, digests)
         if self.init is not None:
             record["init"] = by_name(self.init)
+        if self.buffers is not None:
+            record["buffers"] = dict(zip(self.buffer_names, digests[id(self.buffers)],
+                                         strict=True))
         # The output's sampling is not the parameters' (see _repro_gate_step_inputs).
-        if any(b.sampled for b in (self.params, self.grads, self.init) if b is not None):
+        if any(b.sampled for b in (self.params, self.grads, self.init, self.buffers)
+               if b is not None):
             record["sampled"] = self.every
         return record
 
@@ -129,9 +138,14 @@ class StepRecorder:
         params = start_digests([param for _, param in named],
                                sample=self.sample(header["step"]))
         calls: tuple[list[PendingDigests], list[PendingDigests]] = ([], [])
+        buffers = None
         if self._inputs is not None:
             calls = (self._inputs.take(), self._inputs.take_outputs())
-        pending = PendingRecord(header, names, params, calls, before, loss, self.every)
+            buffer_names, tensors = model_buffers(self._inputs.take_models())
+            if buffer_names:
+                buffers = (buffer_names,
+                           start_digests(tensors, sample=self.sample(header["step"])))
+        pending = PendingRecord(header, names, params, calls, before, loss, self.every, buffers)
         if pending.read.lagged:
             self._pending = pending
         else:

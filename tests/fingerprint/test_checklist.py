@@ -140,3 +140,24 @@ def test_mixed_gpu_models_fail() -> None:
     assert mixed.status == "fail"
     assert mixed.detail == "mixed GPUs: A100 (no MIG info), H100 (no MIG info)"
     assert same.detail == "2x A100"
+
+
+def test_failures_that_agreeing_runs_contradict_become_risks_with_their_fix() -> None:
+    loaders = [{"file": "train.py", "line": 9, "num_workers": 2}]
+    fingerprint = {"in_process": {"dataloaders": loaders}}
+    section = checklist.evaluate(fingerprint, CONFIG, {"A": flags(), "B": flags()})
+    by_id = {item["id"]: item for item in section["items"]}
+    assert (by_id["dataloader_workers"]["status"], by_id["lockfile"]["status"]) == (
+        "fail", "fail")
+
+    weighed = checklist.weighed(section, runs_agreed=True)
+    after = {item["id"]: item for item in weighed["items"]}
+    # Runs A and B agreed: the unseeded workers changed nothing here; a missing lock is
+    # about another environment, which two runs on one machine cannot contradict.
+    assert after["dataloader_workers"]["status"] == "risk"
+    assert after["dataloader_workers"]["detail"].endswith(f"({checklist.RISK_NOTE})")
+    assert after["dataloader_workers"]["fix"] == by_id["dataloader_workers"]["fix"]
+    assert after["lockfile"]["status"] == "fail"
+    assert (weighed["counts"]["risk"], weighed["counts"]["fail"]) == (
+        1, section["counts"]["fail"] - 1)
+    assert checklist.weighed(section, runs_agreed=False) == section

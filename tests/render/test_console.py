@@ -100,6 +100,15 @@ def test_failing_checklist_items_come_before_warnings() -> None:
     assert report[at + 2].startswith("    warn: TF32 off: ")
 
 
+def test_risks_are_counted_and_listed_after_warnings() -> None:
+    manifest = fixture()
+    manifest["checklist"]["items"][1]["status"] = "risk"
+    report = lines(manifest)
+    at = report.index("  checklist: 0 fail, 1 warn, 1 risk (fixes below; `repro-gate doctor`)")
+    assert report[at + 1].startswith("    warn: TF32 off: ")
+    assert report[at + 2].startswith("    risk: Deterministic algorithms: ")
+
+
 def test_an_error_shows_the_last_lines_of_the_log() -> None:
     manifest = fixture()
     manifest["verdict"] = "error"

@@ -1,7 +1,10 @@
 """The reproducibility checklist: one pass / warn / fail item per practice, with a one-line fix.
 
 `static=True` (doctor) evaluates what can be known without a run; items that need one are
-`deferred` and say so.
+`deferred` and say so. Once runs A and B agreed bitwise, a failed item about randomness or
+kernels inside the run (`CONTRADICTED_BY_AGREEMENT`) is `risk`: the runs showed it changed
+nothing here, and it is advice for another machine or data, never a `fail` beside a PASS
+(`weighed`). Items about the environment stay: two runs on one machine say nothing of them.
 """
 
 from __future__ import annotations
@@ -14,6 +17,12 @@ from repro_gate.fingerprint import seeding
 from repro_gate.fingerprint.assemble import deterministic_runs
 
 DEFERRED = "checked during `repro-gate check`"
+# Failures that would make runs A and B differ on this machine, if they mattered here.
+CONTRADICTED_BY_AGREEMENT = ("seeds", "deterministic_algorithms", "cudnn_benchmark",
+                             "cublas_workspace", "dataloader_workers")
+RISK_NOTE = ("runs A and B agreed, so it changed nothing here; it may on other hardware or"
+             " data")
+STATUSES = ("pass", "warn", "fail", "risk", "deferred")
 GOOD_CUBLAS_CONFIGS = (":4096:8", ":16:8")
 
 
@@ -24,7 +33,7 @@ class Item:
     id: str
     category: str
     title: str
-    status: str  # pass | warn | fail | deferred
+    status: str  # pass | warn | fail | risk | deferred
     detail: str
     fix: str | None = None
 
@@ -53,7 +62,22 @@ def evaluate(
         tf32_recorded(runs, static=static),
         gpus_same_model(fingerprint.get("hardware") or {}),
     ]
-    counts = {status: 0 for status in ("pass", "warn", "fail", "deferred")}
+    return _section(items)
+
+
+def weighed(checklist: dict[str, Any], runs_agreed: bool) -> dict[str, Any]:
+    """The section with the failures that runs A and B contradicted turned into `risk`."""
+    if not runs_agreed:
+        return checklist
+    items = [Item(**item) for item in checklist["items"]]
+    for item in items:
+        if item.status == "fail" and item.id in CONTRADICTED_BY_AGREEMENT:
+            item.status, item.detail = "risk", f"{item.detail} ({RISK_NOTE})"
+    return _section(items)
+
+
+def _section(items: list[Item]) -> dict[str, Any]:
+    counts = {status: 0 for status in STATUSES}
     for item in items:
         counts[item.status] += 1
     return {"items": [asdict(item) for item in items], "counts": counts}

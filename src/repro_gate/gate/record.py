@@ -13,6 +13,7 @@ from repro_gate.config import Config
 from repro_gate.cost.estimate import cost_of_determinism
 from repro_gate.cost.plan import plan
 from repro_gate.errors import GateError
+from repro_gate.fingerprint.checklist import weighed
 from repro_gate.fingerprint.seeding import unseeded_anchor
 from repro_gate.gate import verdict
 from repro_gate.gate.evidence import Evidence, qualify
@@ -140,6 +141,8 @@ def assemble(
         strict = [op for op in ops if op["kind"] == "strict_error"] if state.strict_stop else []
         reasons = verdict.failures(comparison, strict)
         outcome = verdict.FAIL if reasons else verdict.PASS
+        if "checklist" in sections:  # a failed item that the runs' agreement contradicts
+            sections["checklist"] = weighed(sections["checklist"], runs_agreed=not reasons)
         if not reasons:
             applied = state.evidence is None or state.evidence.probe_loaded
             reasons = verdict.successes(comparison, len(deterministic(state.records)), applied)

@@ -181,14 +181,17 @@ def _environment_diff(manifest: dict[str, Any]) -> list[str]:
 
 def _checklist(manifest: dict[str, Any]) -> list[str]:
     items = (manifest.get("checklist") or {}).get("items", [])
-    failing = [i for i in items if i["status"] in ("fail", "warn")]
+    shown = ("fail", "warn", "risk")  # in this order
+    failing = [i for i in items if i["status"] in shown]
     if not items:
         return []
     if not failing:
         return [f"  checklist: all {len(items)} items pass"]
-    out = [f"  checklist: {sum(i['status'] == 'fail' for i in items)} fail,"
-           f" {sum(i['status'] == 'warn' for i in items)} warn (fixes below; `repro-gate doctor`)"]
-    for item in sorted(failing, key=lambda i: i["status"] != "fail")[:MAX_LISTED]:
+    counts = ", ".join(f"{sum(i['status'] == status for i in items)} {status}"
+                       for status in shown if status != "risk" or any(
+                           i["status"] == "risk" for i in items))
+    out = [f"  checklist: {counts} (fixes below; `repro-gate doctor`)"]
+    for item in sorted(failing, key=lambda i: shown.index(i["status"]))[:MAX_LISTED]:
         out.append(f"    {item['status']}: {item['title']}: {item['fix']}")
     return out
 

@@ -38,7 +38,7 @@ STATUS_ICONS: dict[str, str] = {
     Status.MISSING_IN_B: "❓",
     Status.NOT_COMPARED: "⏭️",
 }
-CHECK_ICONS = {"pass": "✅", "warn": "⚠️", "fail": "❌", "deferred": "⏭️"}
+CHECK_ICONS = {"pass": "✅", "warn": "⚠️", "fail": "❌", "risk": "💡", "deferred": "⏭️"}
 REASON_CHARACTERS = 400  # a reason's sentence names the cause and its fix: keep it whole
 IGNORED_SHOWN = 4  # field names in an artifact's Detail cell
 
@@ -219,7 +219,7 @@ def _checklist(checklist: Mapping[str, Any]) -> str:
     for item in checklist["items"]:
         line = f"- {CHECK_ICONS[item['status']]} **{one_line(item['title'])}**"
         line += f": {one_line(item['detail'])}"
-        if item["status"] in ("warn", "fail"):
+        if item["status"] in ("warn", "fail", "risk"):
             line += f" Fix: {one_line(item['fix'])}"
         lines.append(line)
     return "\n".join(lines)

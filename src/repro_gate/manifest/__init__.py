@@ -10,10 +10,11 @@ from __future__ import annotations
 from repro_gate.manifest.documents import read_document
 from repro_gate.manifest.header import Header, header
 from repro_gate.manifest.store import MANIFEST_NAME, read, update, write, write_json_atomic
-from repro_gate.manifest.versions import SCHEMA_VERSION
+from repro_gate.manifest.versions import SCHEMA_MINOR, SCHEMA_VERSION
 
 __all__ = [
     "MANIFEST_NAME",
+    "SCHEMA_MINOR",
     "SCHEMA_VERSION",
     "Header",
     "header",

@@ -42,7 +42,7 @@ def test_a_newer_manifest_is_refused_in_one_line(
     assert done.stdout == ""
     assert done.stderr == (
         f"repro-gate: error: {path}: schema_version 99 is newer than this repro-gate"
-        f" understands ({manifest.SCHEMA_VERSION}); upgrade repro-gate\n")
+        f" understands ({manifest.SCHEMA_VERSION}.{manifest.SCHEMA_MINOR}); upgrade repro-gate\n")
     assert path.read_bytes() == before
 
 

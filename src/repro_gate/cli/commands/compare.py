@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate import manifest, probe
-from repro_gate.compare import sha256_file
+from repro_gate.compare import provenance, sha256_file
 from repro_gate.compare.run_pair import RunSide, check_something_compared, compare_runs
 from repro_gate.config import CompareConfig, ToleranceConfig
 from repro_gate.config.loader import check_artifact_globs, validate
@@ -80,11 +80,14 @@ def compare(
     reasons = verdict.failures(comparison, [])
     outcome = verdict.FAIL if reasons else verdict.PASS
     reasons = reasons or verdict.successes(comparison, 2)
+    origins = provenance.mismatches(origin_of(a), origin_of(b))
     if as_json:
-        print(json.dumps({"verdict": outcome, "reasons": reasons, "comparison": comparison},
-                         indent=2))
+        print(json.dumps({"verdict": outcome, "reasons": reasons, "comparison": comparison,
+                          "provenance": origins}, indent=2))
     else:
         print(f"repro-gate compare: {'same' if outcome == verdict.PASS else 'DIFFERENT'}")
+        for line in origins:
+            print(f"  {line}")
         print("\n".join(f"  {r['message']}" for r in reasons))
         print("\n".join(console.comparison_lines(comparison)))
     return EXIT_PASS if outcome == verdict.PASS else EXIT_FAIL
@@ -131,6 +134,12 @@ def _selected(side: RunSide, globs: list[str]) -> RunSide:
         digests={rel: digest for rel, digest in side.digests.items() if keep(rel)},
         notes={rel: note for rel, note in side.notes.items() if keep(rel)},
     )
+
+
+def origin_of(path: Path) -> provenance.Provenance | None:
+    """The commit and command of a side given as a manifest or an output directory."""
+    document = path if path.is_file() else path / manifest.MANIFEST_NAME
+    return provenance.of_manifest(manifest.read(document)) if document.is_file() else None
 
 
 def load_side(path: Path, name: str) -> RunSide:

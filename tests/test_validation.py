@@ -25,6 +25,16 @@ def test_each_violation_is_one_line_naming_the_key_and_the_rule() -> None:
     assert validation.errors("config", {"runs": 3}) == []
 
 
+def test_an_unknown_key_spelled_like_a_known_one_says_which() -> None:
+    problems = validation.errors("config", {"tolerence": "bitwise", "cost": {"stpes": 3},
+                                            "epochs": 2})
+
+    assert problems == [
+        "(top level): unknown key 'epochs', 'tolerence' (did you mean 'tolerance'?)",
+        "cost: unknown key 'stpes' (did you mean 'steps'?)",
+    ]
+
+
 def test_a_float_that_looks_like_an_integer_is_not_an_integer() -> None:
     assert validation.errors("config", {"runs": 2.0}) == ["runs: must be an integer >= 2"]
     assert validation.errors("config", {"runs": True}) == ["runs: must be an integer >= 2"]

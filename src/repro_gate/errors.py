@@ -5,6 +5,7 @@
     │   ├── ConfigError            kind `config`
     │   ├── MissingDependencyError kind `missing_dependency`
     │   ├── ReportInputError       kind `report_input`
+    │   ├── GitFailedError         kind `git_failed`
     │   └── ForkRefusedError       kind `fork_pull_request`, exit code 3
     └── PublishError               publishing a verdict failed; it never changes the verdict
         ├── PushError              a Pushgateway push attempt
@@ -21,7 +22,9 @@ user, so they stay next to the code that raises and catches them.
 
 from __future__ import annotations
 
+import shlex
 import sys
+from collections.abc import Sequence
 from enum import Enum
 
 if sys.version_info >= (3, 11):
@@ -92,6 +95,8 @@ class ErrorKind(StrEnum):
     ENVIRONMENT = "environment"  # an environment could not be built from the pins
     INDEX_UNREACHABLE = "index_unreachable"  # a package index refused the connection, no DNS
     BASELINE_NOT_REPRODUCIBLE = "baseline_not_reproducible"  # the current lock fails the gate
+    # reading the repository: a git command failed (a clone missing an object), not the gate
+    GIT_FAILED = "git_failed"
     # the gate itself
     CANCELLED = "cancelled"  # interrupted (Ctrl-C, SIGTERM) before a verdict
     LOCKED = "locked"  # another gate is using the output directory or the working directory
@@ -141,6 +146,16 @@ class ReportInputError(GateError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, kind=ErrorKind.REPORT_INPUT)
+
+
+class GitFailedError(GateError):
+    """A git command the gate needs failed (a clone missing an object): the message is the
+    command and `problem`, which says how it failed in git's own words; `stderr` keeps all git
+    said, for callers that tell an expected failure (no such remote) from a broken repository."""
+
+    def __init__(self, command: Sequence[str], problem: str, stderr: str = "") -> None:
+        super().__init__(f"{shlex.join(command)} {problem}", kind=ErrorKind.GIT_FAILED)
+        self.stderr = stderr
 
 
 class ForkRefusedError(GateError):

@@ -17,6 +17,8 @@ import jsonschema
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from repro_gate.suggestions import did_you_mean
+
 SCHEMA_PACKAGE = "repro_gate.schemas"
 SUFFIX = ".schema.json"
 
@@ -84,8 +86,10 @@ def describe_error(error: jsonschema.ValidationError) -> str:
     # A failed keyword's schema is a mapping (a boolean schema fails only with "False schema").
     schema = error.schema if isinstance(error.schema, Mapping) else {}
     if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
-        extra = sorted(set(error.instance) - set(schema.get("properties", {})), key=str)
-        return f"{where}: unknown key {', '.join(repr(k) for k in extra)}"
+        known = list(schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(known), key=str)
+        named = ", ".join(f"{key!r}{did_you_mean(str(key), known)}" for key in extra)
+        return f"{where}: unknown key {named}"
     return f"{where}: must be {rule(schema)}"
 
 

@@ -7,8 +7,10 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from helpers.git_repo import GIT, git
+import pytest
+from helpers.git_repo import GIT, git, lose_object
 
+from repro_gate.errors import ErrorKind, GitFailedError
 from repro_gate.fingerprint.code import collect_code, repository_root
 
 
@@ -90,3 +92,17 @@ def test_without_a_commit_or_a_repository_the_reason_is_given(tmp_path: Path) ->
     assert collect_code(empty)["commit"] is None
     assert collect_code(empty)["reason"] == "git repository has no commits"
     assert repository_root(plain) is None
+
+
+def test_a_clone_missing_an_object_is_git_failed_with_gits_own_message(tmp_path: Path) -> None:
+    repo = repo_with_commit(tmp_path)
+    lost = lose_object(repo, "train.py")
+    (repo / "train.py").write_text("print('edited')\n", encoding="utf-8")  # its diff needs it
+
+    with pytest.raises(GitFailedError) as failed:
+        collect_code(repo)
+
+    assert failed.value.kind is ErrorKind.GIT_FAILED
+    assert failed.value.message.startswith(f"git -C {repo} diff HEAD --no-ext-diff --binary")
+    assert failed.value.message.endswith(
+        f" failed with exit code 128: fatal: unable to read {lost}")

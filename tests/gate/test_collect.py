@@ -7,7 +7,7 @@ from pathlib import Path
 
 from repro_gate import notices
 from repro_gate.config.model import DEFAULT_RUN_DIR_GLOBS, DEFAULT_WORKDIR_GLOBS
-from repro_gate.gate.collect import collect, globs_for
+from repro_gate.gate.collect import collect, globs_for, written_files, written_nearest
 from repro_gate.gate.workcopy import WORK_SUBDIR
 from repro_gate.probe import PROBE_SUBDIR
 
@@ -108,3 +108,27 @@ def test_a_missing_run_directory_collects_nothing(tmp_path: Path) -> None:
 
     assert collection.artifacts == []
     assert collection.unmatched_globs == ["*.pt"]
+
+
+def test_a_glob_that_matched_nothing_is_told_the_nearest_files_the_run_wrote(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path / "metrics.json")
+    write(tmp_path / PROBE_SUBDIR / "trajectory.jsonl")  # the probe's own: not the run's
+    for name in ("ckpt/model.pth", "ckpt/optim.pth", "ckpt/sched.pth", "ckpt/scaler.pth",
+                 "logs/train.log", "notes.txt"):
+        write(tmp_path / WORK_SUBDIR / name)
+
+    assert written_files(tmp_path) == ["ckpt/model.pth", "ckpt/optim.pth", "ckpt/scaler.pth",
+                                       "ckpt/sched.pth", "logs/train.log", "metrics.json",
+                                       "notes.txt"]
+    assert written_nearest(tmp_path, "checkpoints/*.pt") == (
+        "the run wrote (5 nearest of 7): ckpt/optim.pth, ckpt/scaler.pth, ckpt/model.pth,"
+        " ckpt/sched.pth, logs/train.log")
+
+
+def test_a_run_that_wrote_few_files_or_none_says_so(tmp_path: Path) -> None:
+    assert written_nearest(tmp_path, "*.pt") == "the run wrote no file"
+    write(tmp_path / WORK_SUBDIR / "model.pth")
+
+    assert written_nearest(tmp_path, "*.pt") == "the run wrote: model.pth"

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 from helpers.git_repo import git as run_git
+from helpers.git_repo import lose_object
 
+from repro_gate.errors import GitFailedError
 from repro_gate.golden.history import ENV_BASE_REF, base_version, changed_since, git, repo_root
 
 
@@ -51,6 +53,16 @@ def test_changed_files_since_a_commit_include_untracked_ones(repo: Path) -> None
 
 def test_a_commit_not_in_the_clone_gives_none(repo: Path) -> None:
     assert changed_since(repo, "0" * 40) is None
+
+
+def test_a_clone_missing_an_object_is_git_failed_not_no_answer(repo: Path) -> None:
+    commit = run_git(repo, "rev-parse", "HEAD")
+    lost = lose_object(repo, "train.py")
+    (repo / "train.py").write_text("print(2)\n")
+
+    with pytest.raises(GitFailedError, match=f"diff --name-only {commit} .* failed with exit"
+                                             f" code 128: fatal: unable to read {lost}$"):
+        changed_since(repo, commit)
 
 
 def test_the_base_branch_s_version_of_a_file(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:

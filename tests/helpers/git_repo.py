@@ -15,3 +15,10 @@ def git(repo: Path, *args: str) -> str:
                                check=False, timeout=60)
     assert completed.returncode == 0, completed.stderr
     return completed.stdout.strip()
+
+
+def lose_object(repo: Path, rel_path: str) -> str:
+    """Delete the object of `rel_path`'s committed content, as a broken clone lacks it; its id."""
+    blob = git(repo, "rev-parse", f"HEAD:{rel_path}")
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    return blob

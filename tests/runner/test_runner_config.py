@@ -102,7 +102,8 @@ def test_runner_health_and_proxy_settings(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    (lambda d: d.update(pools=2), "runner.yml: (top level): unknown key 'pools'"),
+    (lambda d: d.update(pools=2),
+     "runner.yml: (top level): unknown key 'pools' (did you mean 'pool'?)"),
     (lambda d: d["github"].update(organization="octo-org"),
      "runner.yml: github: must be a mapping with exactly one of repository or organization"),
     (lambda d: d["github"]["auth"].update(token="ghp_secret"),

@@ -24,6 +24,7 @@ from repro_gate.cli.commands import (
     runner,
     upgrade,
 )
+from repro_gate.cli.parser import Parser, parse
 from repro_gate.errors import EXIT_ERROR, GateError, one_line, printable
 from repro_gate.launch import cancel
 
@@ -48,8 +49,8 @@ COMMANDS: dict[str, tuple[AddParser, Handler]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    """The top-level parser with every subcommand registered (each a `Parser` as well)."""
+    parser = Parser(
         prog="repro-gate",
         description=(
             "Reproducibility gate for ML training: runs a seeded training twice with determinism"
@@ -69,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     arguments = sys.argv[1:] if argv is None else list(argv)
     _refuse_dashes_as_a_value(parser, arguments)
-    args = parser.parse_args(arguments)
+    args = parse(parser, arguments)
     code = _run(args)
     if cancel.happened():
         # Cancelled: the runs are stopped and the manifest is written. Tearing down the

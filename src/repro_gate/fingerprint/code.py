@@ -1,5 +1,9 @@
 """Code facts from git: commit, ref, dirty flag, hash of the uncommitted diff, remote URL.
 
+No repository, or one without commits, is a state of the code (`reason` says which); a git
+command that fails in a repository that has a commit (a clone missing an object) is the error
+`git_failed`, with the command and git's message.
+
 The gate's own files (its lock directory and its output directory, `gate_files`) are left out
 of the dirty flag, the diff and the untracked files: a gate run on a clean checkout records
 `dirty: false`, however often it ran there.
@@ -8,19 +12,18 @@ of the dirty flag, the diff and the untracked files: a gate run on a clean check
 from __future__ import annotations
 
 import hashlib
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from repro_gate.credentials import strip_url_credentials
-
-GIT_TIMEOUT_SECONDS = 20
+from repro_gate.errors import GitFailedError
+from repro_gate.fingerprint.git_command import run_git
 
 
 def collect_code(workdir: Path, gate_files: Sequence[Path] = ()) -> dict[str, Any]:
     """Git facts of the repository holding `workdir`, `gate_files` left out; `reason` says why
-    they are absent."""
+    they are absent. GitFailedError when git fails on a repository that has a commit."""
     empty: dict[str, Any] = {
         "commit": None,
         "ref": None,
@@ -33,19 +36,17 @@ def collect_code(workdir: Path, gate_files: Sequence[Path] = ()) -> dict[str, An
         commit = _git(workdir, "rev-parse", "HEAD").strip()
     except FileNotFoundError:
         return {**empty, "reason": "git is not installed"}
-    except subprocess.CalledProcessError as error:
+    except GitFailedError as error:
         # git names the cause on its first line; later lines are usage hints.
-        stderr = (error.stderr or "").strip()
+        stderr = error.stderr.strip()
         if "not a git repository" in stderr:
             return {**empty, "reason": "not a git repository"}
         if "unknown revision" in stderr or "ambiguous argument 'HEAD'" in stderr:
             return {**empty, "reason": "git repository has no commits"}
-        return {**empty, "reason": stderr.splitlines()[0] if stderr else "git rev-parse failed"}
-    except subprocess.TimeoutExpired:
-        return {**empty, "reason": "git timed out"}
+        return {**empty, "reason": stderr.splitlines()[0] if stderr else error.message}
     ref = _git_or_none(workdir, "symbolic-ref", "--quiet", "HEAD") or "HEAD (detached)"
     excluded = _excluded(workdir, gate_files)
-    diff = _git_bytes(workdir, "diff", "HEAD", "--no-ext-diff", "--binary", "--", *excluded)
+    diff = run_git(workdir, "diff", "HEAD", "--no-ext-diff", "--binary", "--", *excluded)
     untracked = [
         line
         for line in _git(
@@ -93,30 +94,14 @@ def _remote_url(workdir: Path) -> str | None:
 
 
 def _git(workdir: Path, *args: str) -> str:
-    return _git_bytes(workdir, *args).decode("utf-8", errors="replace")
-
-
-def _git_bytes(workdir: Path, *args: str) -> bytes:
-    completed = subprocess.run(
-        ["git", "-C", str(workdir), *args],
-        capture_output=True,
-        check=False,
-        timeout=GIT_TIMEOUT_SECONDS,
-    )
-    if completed.returncode != 0:
-        raise subprocess.CalledProcessError(
-            completed.returncode,
-            completed.args,
-            completed.stdout,
-            completed.stderr.decode("utf-8", errors="replace"),
-        )
-    return completed.stdout
+    return run_git(workdir, *args).decode("utf-8", errors="replace")
 
 
 def _git_or_none(workdir: Path, *args: str) -> str | None:
+    """The output, or None where a failure is an answer (no remote, a detached HEAD)."""
     try:
         return _git(workdir, *args)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, FileNotFoundError):
+    except (GitFailedError, FileNotFoundError):
         return None
 
 

@@ -9,6 +9,9 @@ from repro_gate import notices
 from repro_gate.config.model import DEFAULT_RUN_DIR_GLOBS, DEFAULT_WORKDIR_GLOBS
 from repro_gate.gate.workcopy import WORK_SUBDIR
 from repro_gate.probe import PROBE_SUBDIR
+from repro_gate.suggestions import nearest
+
+NEAREST_SHOWN = 5  # files the run wrote, named beside a glob that matched nothing
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,26 @@ def collect(run_dir: Path, configured: list[str] | None) -> Collection:
     for path in outside:
         notices.warning(f"{path} leads outside the run directory (symlink); not collected")
     return Collection([Artifact(rel, found[rel]) for rel in sorted(found)], unmatched, outside)
+
+
+def written_nearest(run_dir: Path, pattern: str) -> str:
+    """What the run wrote, for a glob that matched nothing: the files nearest the glob (a
+    misspelt name, a folder the training named otherwise), or that it wrote none."""
+    written = written_files(run_dir)
+    if not written:
+        return "the run wrote no file"
+    shown = nearest(pattern, written, NEAREST_SHOWN)
+    of = f" ({len(shown)} nearest of {len(written)})" if len(written) > len(shown) else ""
+    return f"the run wrote{of}: {', '.join(shown)}"
+
+
+def written_files(run_dir: Path) -> list[str]:
+    """Every file of the run, by the path `collect` gives it: its run directory's (the probe's
+    own left out) and its working copy's, which holds only what the run wrote."""
+    found: set[str] = set()
+    for root in (run_dir, run_dir / WORK_SUBDIR):
+        found.update(_matches(root, "**/*", top=root == run_dir).files)
+    return sorted(found)
 
 
 def _matches(root: Path, pattern: str, top: bool) -> Matches:

@@ -21,6 +21,7 @@ from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
 from repro_gate.cost import plan as cost_plan
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError, one_line
 from repro_gate.gate import evidence, file_lock, golden_run, resume_run, training_run, verdict
+from repro_gate.gate.collect import written_nearest
 from repro_gate.gate.localise import localise
 from repro_gate.gate.record import GateState, assemble, deterministic, now
 from repro_gate.launch import cancel, progress
@@ -284,9 +285,11 @@ def _check_run(record: training_run.RunRecord, state: GateState, timeout: float 
         errors = "; ".join(status.get("errors", [])) or "no detail"
         raise GateError(f"the probe failed in {label}: {errors}", kind=ErrorKind.PROBE_FAILED)
     if record.unmatched_globs and record.stopped is None:
+        pattern = record.unmatched_globs[0]
         raise GateError(
-            f"artifact glob {record.unmatched_globs[0]!r} matched no file in {label}"
-            " (looked in the run directory and the working directory)",
+            f"artifact glob {pattern!r} matched no file in {label}"
+            " (looked in the run directory and the working directory);"
+            f" {written_nearest(record.run_dir, pattern)}",
             kind=ErrorKind.NO_ARTIFACTS,
         )
 

@@ -7,6 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from repro_gate.fingerprint.git_command import run_git
+
 GIT_TIMEOUT = 30  # seconds per git command
 ENV_BASE_REF = "GITHUB_BASE_REF"  # the base branch of a pull request in GitHub Actions
 
@@ -28,14 +30,15 @@ def repo_root(workdir: Path) -> Path | None:
 
 def changed_since(workdir: Path, commit: str) -> list[str] | None:
     """Files (relative to the repository's root) that differ between `commit` and the working
-    tree, untracked ones included; None when `commit` is not in this clone."""
+    tree, untracked ones included; None when `commit` is not in this clone. GitFailedError
+    when git fails once the commit is found: a broken clone, not an answer."""
     if git(workdir, "cat-file", "-e", f"{commit}^{{commit}}") is None:
         return None
-    changed = git(workdir, "diff", "--name-only", commit, "--", ":/")
-    untracked = git(workdir, "ls-files", "--others", "--exclude-standard", "--full-name", ":/")
-    if changed is None or untracked is None:
-        return None
-    return sorted({*changed.split(), *untracked.split()})
+    changed = run_git(workdir, "diff", "--name-only", commit, "--", ":/", timeout=GIT_TIMEOUT)
+    untracked = run_git(workdir, "ls-files", "--others", "--exclude-standard", "--full-name",
+                        ":/", timeout=GIT_TIMEOUT)
+    return sorted({*changed.decode(errors="replace").split(),
+                   *untracked.decode(errors="replace").split()})
 
 
 def base_version(workdir: Path, rel_path: str) -> tuple[str, str] | None:

@@ -105,7 +105,8 @@ def test_timeout_kills_the_whole_process_group(
 def test_artifact_glob_matching_nothing(project: Path) -> None:
     # Its own gate: a glob no file of run A matches.
     result = check(project, "--artifacts", "checkpoints/*.pt", *script("deterministic.py"))
-    assert_clean_error(result, "artifact glob 'checkpoints/*.pt' matched no file in run A")
+    assert_clean_error(result, "artifact glob 'checkpoints/*.pt' matched no file in run A",
+                       "; the run wrote", "model.pt")
     assert_error_manifest(result, "no_artifacts")
 
 

@@ -1,12 +1,15 @@
 """`repro-gate check` refusing bad input before any run starts: the exit code, the one error
-line, and the error manifest it still writes (printed too with --json)."""
+line, and the error manifest it still writes (printed too with --json). A repository git
+cannot read is such an input: the gate reads git before the first run."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
+from helpers.git_repo import git, lose_object
 
 from repro_gate import validation
 from repro_gate.cli.commands.check import check, session
@@ -80,3 +83,27 @@ def test_the_sessions_error_record_goes_to_its_output_directory(
     document = manifest_in(tmp_path / "out")
     assert document["reasons"] == [{"code": "config", "message": "timeout: must be > 0"}]
     assert json.loads(capsys.readouterr().out) == document
+
+
+def test_a_clone_missing_an_object_ends_git_failed_with_gits_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    git(tmp_path, "init", "-q")
+    (tmp_path / "train.py").write_text("print('train')\n")
+    git(tmp_path, "add", "train.py")
+    git(tmp_path, "commit", "-q", "-m", "first")
+    lost = lose_object(tmp_path, "train.py")
+    (tmp_path / "train.py").write_text("print('edited')\n")
+    monkeypatch.chdir(tmp_path)
+
+    code = main(["check", "-o", "out", "--no-cost", "--", sys.executable, "train.py"])
+
+    assert code == EXIT_ERROR
+    [reason] = manifest_in(tmp_path / "out")["reasons"]
+    assert reason["code"] == "git_failed"
+    assert reason["message"].startswith(f"git -C {tmp_path} diff HEAD ")
+    assert reason["message"].endswith(f"failed with exit code 128: fatal: unable to read {lost}")
+    captured = capsys.readouterr()
+    assert f"  {reason['message']}" in captured.out.splitlines()
+    assert "Traceback" not in captured.out + captured.err
+    assert not (tmp_path / "out" / "runs" / "A").exists(), "git is read before any run"

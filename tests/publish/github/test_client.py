@@ -7,6 +7,8 @@ GitHub's REST description; the client's waits are recorded instead of slept.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import requests
 from helpers.fake_github import Answer, FakeGitHub
@@ -110,6 +112,21 @@ def test_a_next_page_off_the_api_is_refused(github: FakeGitHub) -> None:
     with pytest.raises(GitHubAnswerError, match=r"next-page link https://evil\.example/steal"
                                                 r"\?page=2 is not on http://127"):
         list(client_for(github, []).paginate(COMMENTS))
+
+
+@pytest.mark.parametrize("climb", ["../../steal", "%2e%2e/%2E%2E/steal"])
+def test_a_next_page_that_climbs_out_of_the_api_path_is_refused(climb: str) -> None:
+    ghes = FakeGitHub(prefix="/api/v3").start()
+    try:
+        link = f"{ghes.base_url}/{climb}?page=2"
+        ghes.script("GET", r"/issues/42/comments$",
+                    Answer(200, headers={"Link": f'<{link}>; rel="next"'}, body=[]))
+        with pytest.raises(GitHubAnswerError, match=f"next-page link {re.escape(link)} is not on"):
+            list(client_for(ghes, []).paginate(COMMENTS))
+    finally:
+        ghes.stop()
+    assert [seen.path for seen in ghes.seen] == ["/repos/octo-org/trainer/issues/42/comments"]
+    assert ghes.violations == []
 
 
 def test_a_list_answer_that_is_not_a_list_is_refused(github: FakeGitHub) -> None:

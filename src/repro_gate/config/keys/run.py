@@ -47,7 +47,8 @@ KEYS: tuple[ConfigKey, ...] = (
               ("-a", "--artifacts"), group=RUN, metavar="GLOB", action_input="artifacts",
               doc="globs of files to compare, matched in the run directory and in the run's"
                   " working copy (relative to it, as the training wrote them); a configured glob"
-                  " that matches nothing is an error",
+                  " that matches nothing is an error, which names the files the run wrote"
+                  " nearest to it (five at most)",
               doc_default="everything in the run directory, and `*.pt`, `*.pth`, `*.ckpt`,"
                           " `*.safetensors`, `*.bin` the run wrote at the top of its working copy",
               input_description="Globs of files to compare in the run directory, one per line or"

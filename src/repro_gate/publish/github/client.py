@@ -11,8 +11,9 @@ waiting for when the budget runs out (`publish.deadline`), so a server that tric
 a byte at a time, which no socket timeout catches, is cut off too.
 
 The token goes to the configured API only: a URL that an answer names (a `Link: rel="next"`, a
-redirect) is followed when it has the API's scheme, host, port and path prefix, and refused
-otherwise (`GitHubAnswerError`) before anything is sent there. An answer is read up to
+redirect) is followed when it has the API's scheme, host, port and path prefix, its path in
+clean form (no `..`, plain or percent-encoded: `api_url.py`), and refused otherwise
+(`GitHubAnswerError`) before anything is sent there. An answer is read up to
 MAX_ANSWER_BYTES; a larger one is refused unread (`GitHubAnswerError`).
 """
 
@@ -24,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import requests
 
@@ -33,6 +34,7 @@ from repro_gate.config.model import DEFAULT_REPORT_TIMEOUT
 from repro_gate.errors import GitHubAnswerError, GitHubError, one_line
 from repro_gate.publish.deadline import DeadlineExceeded, call_within
 from repro_gate.publish.github.answers import json_body
+from repro_gate.publish.github.api_url import on_api
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -40,7 +42,6 @@ API_VERSION = "2022-11-28"
 # an answer the API describes, and reading it all would cost the process its memory.
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 READ_CHUNK = 64 * 1024
-DEFAULT_PORTS = {"http": 80, "https": 443}
 # Broken answers another attempt may get right; every other RequestException is not retried.
 TRANSIENT = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
              requests.exceptions.ContentDecodingError)
@@ -89,15 +90,8 @@ class GitHubClient:
         return session
 
     def inside(self, url: str) -> bool:
-        """Whether `url` is on the configured API: its scheme, host, port and path prefix."""
-        api, other = urlsplit(self.base_url), urlsplit(url)
-        try:
-            ports = [(part.port or DEFAULT_PORTS.get(part.scheme)) for part in (api, other)]
-        except ValueError:  # a port that is not a number
-            return False
-        return (other.scheme == api.scheme and other.hostname == api.hostname
-                and ports[0] == ports[1] and other.username is None and other.password is None
-                and (other.path + "/").startswith(api.path + "/"))
+        """Whether `url` is on the configured API (`api_url.on_api`)."""
+        return on_api(url, self.base_url)
 
     def next_page(self, response: requests.Response, method: str, path: str) -> str | None:
         """The answer's `Link: rel="next"` URL, or None; GitHubAnswerError when it leads off

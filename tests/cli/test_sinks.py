@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from repro_gate.cli.sinks import CLEAR_LINE, RunSink
+from repro_gate.cli.sinks import CLEAR_LINE, RunSink, notices_on_stderr
 from repro_gate.launch.progress import (
     ENV_STATUS_SECONDS,
     FIRST_STATUS_SECONDS,
@@ -62,3 +62,15 @@ def test_in_a_log_the_status_is_a_plain_line_even_when_quiet(
     assert log.getvalue() == "[B] repro-gate: step 2 of 6, 1 steps/s, 4 s elapsed, about 4 s left\n"
     # in a log, a short run adds no line at all
     assert sink.status_timing() == (LOG_STATUS_SECONDS, LOG_STATUS_SECONDS)
+
+
+def test_a_notice_naming_a_file_is_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    notice = "repro-gate: warning: runs/A/x\n::notice::PASS leads outside the run directory"
+
+    notices_on_stderr(notice)
+
+    printed = capsys.readouterr()
+    shown = "repro-gate: warning: runs/A/x\\n::notice::PASS leads outside the run directory\n"
+    assert printed.err == shown

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from helpers.cost_manifests import cost, gate_manifest
 from helpers.github_env import read_outputs
+from helpers.workflow_commands import live_commands
 
 from repro_gate.cli.commands.action import GroupedSinks
 from repro_gate.config.overrides import from_action_inputs as overrides_from_inputs
@@ -191,6 +192,15 @@ def test_mask_and_group_commands() -> None:
         "::add-mask::s3cret", "::add-mask::second line", "::group::run A", "inside",
         "::endgroup::",
     ]
+
+
+def test_annotations_show_control_characters_as_escapes() -> None:
+    line = github_actions.annotation("error", "differs at x\n::notice::PASS\x1b[0m",
+                                     file="model.py", line=3, title="op: a\tb", col=None)
+
+    assert line == ("::error file=model.py,line=3,title=op%3A a\\tb::"
+                    "differs at x\\n::notice::PASS\\x1b[0m")
+    assert live_commands(line) == [line]
 
 
 def test_run_output_is_grouped_and_cannot_issue_commands(

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import TextIO
 
+from repro_gate.errors import printable
 from repro_gate.launch import progress
 from repro_gate.launch.base import LineSink
 from repro_gate.publish import actions
@@ -105,5 +106,6 @@ class GroupedSinks:
 
 
 def notices_on_stderr(line: str) -> None:
-    """The gate's notices (`repro-gate: warning: ...`) on stderr, each flushed at once."""
-    print(line, file=sys.stderr, flush=True)
+    """The gate's notices (`repro-gate: warning: ...`) on stderr, each flushed at once; a path
+    or name in one has its control characters escaped."""
+    print(printable(line), file=sys.stderr, flush=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from repro_gate.credentials import credential_values
+from repro_gate.errors import printable
 from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import explain, headline
 from repro_gate.render.markdown import summary_markdown
@@ -52,6 +53,14 @@ def command(name: str, message: str = "", **properties: object) -> str:
         if value is not None
     )
     return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
+
+
+def annotation(level: str, message: str, **properties: object) -> str:
+    """An annotation (`error`, `warning`, `notice`): its message and properties may hold what
+    the training named, so their control characters are shown as escapes."""
+    return command(level, printable(message), **{
+        key: None if value is None else printable(str(value))
+        for key, value in properties.items()})
 
 
 def emit(line: str, stream: TextIO | None = None) -> None:
@@ -173,7 +182,7 @@ def op_annotations(manifest: Mapping[str, Any], workspace: Path | str) -> list[s
             continue
         message = op.get("message") or f"{op['op']} has no deterministic implementation"
         lines.append(
-            command(
+            annotation(
                 "error",
                 f"{message} ({op.get('count', 1)}x)",
                 file=relative,
@@ -201,7 +210,7 @@ def divergence_annotations(manifest: Mapping[str, Any], workspace: Path | str) -
     op = divergence.get("op") or {}
     relative = repository_path(op.get("file"), workspace)
     return [
-        command(
+        annotation(
             "error",
             explain(divergence, multi_rank),
             file=relative,
@@ -238,15 +247,16 @@ def publish(
         try:
             step()
         except Exception as error:  # reporting must never change the verdict
-            emit(command("warning", f"repro-gate: could not publish to Actions: {error}"), stream)
+            emit(annotation("warning", f"repro-gate: could not publish to Actions: {error}"),
+                 stream)
 
 
 def budget_annotations(manifest: Mapping[str, Any]) -> list[str]:
     """An `::error` stating the cost over its budget, when that failed the gate (no line of the
     repository is to blame: it stands on the step)."""
     return [
-        command("error", str(reason.get("message", "")),
-                title="repro-gate: cost of determinism over budget")
+        annotation("error", str(reason.get("message", "")),
+                   title="repro-gate: cost of determinism over budget")
         for reason in manifest.get("reasons", [])
         if reason.get("code") == cost_text.OVER_BUDGET_CODE
     ][:1]

@@ -3,6 +3,10 @@
 Everything here is a no-op outside Actions (`GITHUB_ACTIONS` is not `true`). Workflow commands
 (`::group::`, `::error`, `::add-mask::`) go to stdout; file commands are appended to the files
 named by `GITHUB_OUTPUT` and `GITHUB_STEP_SUMMARY`.
+
+The runner reads a command on any line of stdout or stderr that starts with `::` (after
+leading spaces) or holds `##[`; a name the training chose may do either. So the action prints
+inside `commands_stopped()`, and only `emit` writes the gate's own commands between windows.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -63,17 +68,71 @@ def annotation(level: str, message: str, **properties: object) -> str:
         for key, value in properties.items()})
 
 
+class _Window:
+    """The window of stdout in which workflow commands are off, while one is open."""
+
+    def __init__(self) -> None:
+        self.token: str | None = None  # the line `::<token>::` ends the window
+        self.stream: TextIO | None = None
+        self.lock = threading.Lock()  # a command is written whole, between two windows
+
+
+_window = _Window()
+
+
+def _stop_commands(token: str) -> str:
+    return f"::stop-commands::{token}"
+
+
+def _resume_commands(token: str) -> str:
+    return f"::{token}::"
+
+
+@contextmanager
+def commands_stopped(stream: TextIO | None = None) -> Iterator[None]:
+    """Workflow commands are off on stdout inside the block: whatever is printed there (a run's
+    output, a report naming its files) is text to the runner, never a command. The gate's own
+    commands still work: `emit` writes them between two windows. Each window's token is random
+    and new, so no text printed inside can end it. Already open: nothing more to do."""
+    out = stream or sys.stdout
+    with _window.lock:
+        opened = _window.token is None
+        if opened:
+            _window.token, _window.stream = secrets.token_hex(16), out
+            _write(out, [_stop_commands(_window.token)])
+    try:
+        yield
+    finally:
+        if opened:
+            with _window.lock:
+                if _window.token is not None:
+                    _write(out, [_resume_commands(_window.token)])
+                _window.token, _window.stream = None, None
+
+
 def emit(line: str, stream: TextIO | None = None) -> None:
     """Write one workflow command to stdout (where the runner reads them)."""
-    out = stream or sys.stdout
-    out.write(line + "\n")
-    out.flush()
+    emit_all([line], stream)
 
 
 def emit_all(lines: Iterable[str], stream: TextIO | None = None) -> None:
-    """Write each of `lines` as a workflow command."""
-    for line in lines:
-        emit(line, stream)
+    """Write each of `lines` as a workflow command; inside `commands_stopped`, the window is
+    closed before them and a new one (a new token) opened after."""
+    commands = list(lines)
+    if not commands:
+        return
+    out = stream or sys.stdout
+    with _window.lock:
+        ended = _window.token if _window.stream is out else None
+        if ended is not None:
+            _window.token = secrets.token_hex(16)
+            commands = [_resume_commands(ended), *commands, _stop_commands(_window.token)]
+        _write(out, commands)
+
+
+def _write(out: TextIO, lines: list[str]) -> None:
+    out.write("".join(line + "\n" for line in lines))
+    out.flush()
 
 
 def add_mask(value: str, stream: TextIO | None = None) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from repro_gate import config, publish
 from repro_gate.cli.session import Session
-from repro_gate.cli.sinks import GroupedSinks
+from repro_gate.cli.sinks import GroupedSinks, notices_on_stdout
 from repro_gate.config import DEFAULT_OUTPUT_DIR, Config, overrides
 from repro_gate.environments import find_lock
 from repro_gate.errors import ConfigError, ErrorKind, GateError
@@ -62,7 +62,7 @@ def action(environ: Mapping[str, str]) -> int:
     """Run the gate configured by the action inputs and publish its result to the step."""
     session = Session(warn=_annotate_warning,
                       record_error=lambda error: _record_configuration_error(error, environ),
-                      sinks=GroupedSinks(), environ=environ)
+                      sinks=GroupedSinks(), environ=environ, notices=notices_on_stdout)
     session.mask()  # first: an error record published to the step must not show a credential
     with session.recording():
         mode = overrides.action_input(environ, "mode") or MODES[0]

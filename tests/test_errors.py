@@ -21,6 +21,7 @@ from repro_gate.errors import (
     ReportInputError,
     ReproGateError,
     one_line,
+    printable,
 )
 from repro_gate.gate import verdict
 
@@ -41,6 +42,22 @@ def test_one_line_is_cut_to_the_limit_and_says_so() -> None:
     cut = one_line("x" * 301)
     assert len(cut) == 300 and cut.endswith("…")
     assert one_line(RuntimeError("abcdef"), limit=4) == "abc…"
+
+
+def test_printable_shows_control_characters_as_python_writes_them() -> None:
+    name = "x\n::notice title=repro-gate::PASS reproducible\r\n\t\x1b[31m\x00\x7f\x85\u2028"
+
+    shown = printable(name)
+
+    assert shown == ("x\\n::notice title=repro-gate::PASS reproducible\\r\\n\\t\\x1b[31m"
+                     "\\x00\\x7f\\x85\\u2028")
+    assert shown.isprintable() and len(shown.splitlines()) == 1
+
+
+def test_printable_keeps_printable_text_as_it_is() -> None:
+    for text in ("checkpoints/model.pt", "encoder.weight", "données/Ω.pt", "a\\nb", "  "):
+        assert printable(text) == text
+    assert printable(printable("a\nb")) == "a\\nb"  # escaping twice changes nothing more
 
 
 def test_a_kind_is_an_error_kind_and_its_plain_value() -> None:

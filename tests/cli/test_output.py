@@ -38,3 +38,11 @@ def test_no_lines_print_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     print_document(DOCUMENT, False, lambda document: [])
 
     assert capsys.readouterr().out == ""
+
+
+def test_a_line_naming_a_file_shows_its_control_characters_as_escapes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    print_document({"data": "shards/x\n::notice::PASS\x1b[0m"}, False, describe)
+
+    assert capsys.readouterr().out == "data: shards/x\\n::notice::PASS\\x1b[0m\n"

@@ -1,5 +1,6 @@
 """A run's status on a terminal is one line rewritten in place, erased when the run's output
-goes on or the run ends; in a log it is a plain line."""
+goes on or the run ends; in a log it is a plain line. In the action each run is a log group
+whose output cannot issue workflow commands; the gate's notices show names escaped."""
 
 from __future__ import annotations
 
@@ -7,14 +8,22 @@ import io
 import os
 
 import pytest
+from helpers.workflow_commands import live_commands, window_tokens
 
-from repro_gate.cli.sinks import CLEAR_LINE, RunSink
+from repro_gate.cli.sinks import (
+    CLEAR_LINE,
+    GroupedSinks,
+    RunSink,
+    notices_on_stderr,
+    notices_on_stdout,
+)
 from repro_gate.launch.progress import (
     ENV_STATUS_SECONDS,
     FIRST_STATUS_SECONDS,
     LOG_STATUS_SECONDS,
     TERMINAL_STATUS_SECONDS,
 )
+from repro_gate.publish import actions
 
 
 def read_all(main: int) -> bytes:
@@ -62,3 +71,39 @@ def test_in_a_log_the_status_is_a_plain_line_even_when_quiet(
     assert log.getvalue() == "[B] repro-gate: step 2 of 6, 1 steps/s, 4 s elapsed, about 4 s left\n"
     # in a log, a short run adds no line at all
     assert sink.status_timing() == (LOG_STATUS_SECONDS, LOG_STATUS_SECONDS)
+
+
+def test_each_run_is_a_group_and_its_output_cannot_issue_commands(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    sinks = GroupedSinks()
+    with actions.commands_stopped():
+        sinks("A")("::set-output name=verdict::forged")
+        sinks("B")("step 1")
+        sinks.close()
+
+    log = capsys.readouterr().out
+    first, second, third, fourth = window_tokens(log)
+    assert log.splitlines() == [
+        f"::stop-commands::{first}", f"::{first}::",
+        "::group::repro-gate run A", f"::stop-commands::{second}",
+        "[A] ::set-output name=verdict::forged", f"::{second}::",
+        "::endgroup::", "::group::repro-gate run B", f"::stop-commands::{third}",
+        "[B] step 1", f"::{third}::",
+        "::endgroup::", f"::stop-commands::{fourth}", f"::{fourth}::",
+    ]
+    # The runner acts on every line but the runs' output.
+    assert live_commands(log) == [line for line in log.splitlines() if not line.startswith("[")]
+
+
+def test_a_notice_naming_a_file_is_one_line_on_either_stream(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    notice = "repro-gate: warning: runs/A/x\n::notice::PASS leads outside the run directory"
+
+    notices_on_stderr(notice)
+    notices_on_stdout(notice)
+
+    printed = capsys.readouterr()
+    shown = "repro-gate: warning: runs/A/x\\n::notice::PASS leads outside the run directory\n"
+    assert printed.err == printed.out == shown

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from helpers.cost_manifests import cost, gate_manifest
 from helpers.github_env import read_outputs
+from helpers.workflow_commands import live_commands, window_tokens
 
-from repro_gate.cli.commands.action import GroupedSinks
 from repro_gate.config.overrides import from_action_inputs as overrides_from_inputs
 from repro_gate.errors import ConfigError
 from repro_gate.publish import actions as github_actions
@@ -193,24 +193,85 @@ def test_mask_and_group_commands() -> None:
     ]
 
 
-def test_run_output_is_grouped_and_cannot_issue_commands(
+def test_annotations_show_control_characters_as_escapes() -> None:
+    line = github_actions.annotation("error", "differs at x\n::notice::PASS\x1b[0m",
+                                     file="model.py", line=3, title="op: a\tb", col=None)
+
+    assert line == ("::error file=model.py,line=3,title=op%3A a\\tb::"
+                    "differs at x\\n::notice::PASS\\x1b[0m")
+    assert live_commands(line) == [line]
+
+
+def test_inside_the_window_text_is_inert_and_the_gates_own_commands_are_live(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    sinks = GroupedSinks()
-    sinks("A")("::set-output name=verdict::forged")
-    sinks("B")("step 1")
-    sinks.close()
+    error = github_actions.annotation("error", "ops differ", title="repro-gate")
+    with github_actions.commands_stopped():
+        print("  ::notice title=repro-gate::PASS reproducible")
+        print("a file named ##[warning]forged")
+        github_actions.emit_all([error, "::endgroup::"])
+        print("::set-output name=verdict::pass")
 
-    lines = capsys.readouterr().out.splitlines()
-    token_a = lines[1].removeprefix("::stop-commands::")
-    token_b = lines[6].removeprefix("::stop-commands::")
-    assert lines == [
-        "::group::repro-gate run A", f"::stop-commands::{token_a}",
-        "[A] ::set-output name=verdict::forged", f"::{token_a}::", "::endgroup::",
-        "::group::repro-gate run B", f"::stop-commands::{token_b}", "[B] step 1",
-        f"::{token_b}::", "::endgroup::",
+    log = capsys.readouterr().out
+    first, second = window_tokens(log)
+    assert log.splitlines() == [
+        f"::stop-commands::{first}",
+        "  ::notice title=repro-gate::PASS reproducible",
+        "a file named ##[warning]forged",
+        f"::{first}::",
+        error,
+        "::endgroup::",
+        f"::stop-commands::{second}",
+        "::set-output name=verdict::pass",
+        f"::{second}::",
     ]
-    assert len(token_a) == 32 and token_a != token_b
+    assert len(first) == len(second) == 32 and first != second
+    assert live_commands(log) == [f"::stop-commands::{first}", f"::{first}::", error,
+                                  "::endgroup::", f"::stop-commands::{second}", f"::{second}::"]
+
+
+def test_the_gates_annotations_stay_live_inside_the_actions_window(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    workspace = tmp_path / "ws"
+    named = manifest(workspace, nondeterministic_ops=[
+        {"op": "index_add_cuda_\n::notice::forged", "file": str(workspace / "model.py"),
+         "line": 88, "count": 3}])
+
+    with github_actions.commands_stopped():
+        print("[A] ::error::forged by the training")
+        github_actions.publish(named, actions_env(tmp_path, workspace))
+
+    annotations = [line for line in live_commands(capsys.readouterr().out)
+                   if line.startswith(("::error", "::notice"))]
+    assert annotations == [
+        "::error file=model.py,line=88,title=nondeterministic op%3A index_add_cuda_\\n%3A%3A"
+        "notice%3A%3Aforged::index_add_cuda_\\n::notice::forged has no deterministic"
+        " implementation (3x)"]
+
+
+def test_a_window_opened_inside_another_adds_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    with github_actions.commands_stopped():
+        with github_actions.commands_stopped():
+            print("inside")
+        print("still inside")
+    github_actions.emit("::endgroup::")  # after the window: written as it is
+
+    log = capsys.readouterr().out
+    [token] = window_tokens(log)
+    assert log.splitlines() == [f"::stop-commands::{token}", "inside", "still inside",
+                                f"::{token}::", "::endgroup::"]
+
+
+def test_commands_written_to_another_stream_leave_the_window_alone(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    other = io.StringIO()
+    with github_actions.commands_stopped():
+        github_actions.emit("::endgroup::", other)
+
+    assert other.getvalue() == "::endgroup::\n"
+    assert len(capsys.readouterr().out.splitlines()) == 2
 
 
 def test_action_inputs_become_config_overrides() -> None:

@@ -42,6 +42,23 @@ def test_each_artifact_says_what_differs_first() -> None:
     assert "  first divergence: step 3 (det-1 vs det-2): fc.weight, fc.bias" in report
 
 
+def test_names_from_the_training_show_their_control_characters_as_escapes() -> None:
+    manifest = fixture()
+    forged = "x\n::notice title=repro-gate::PASS reproducible\n"
+    manifest["comparison"]["artifacts"][2]["path"] = forged
+    manifest["comparison"]["artifacts"][0]["tensors"][0]["name"] = "fc.weight\r\x1b[2K"
+    manifest["comparison"]["first_divergence"]["parameters"][1] = "fc\nbias"
+
+    report = lines(manifest, detail="Traceback\x1b[31m")
+
+    assert "    x\\n::notice title=repro-gate::PASS reproducible\\n: equal" in report
+    assert "first fc.weight\\r\\x1b[2K (1931 elements" in "\n".join(report)
+    assert "  first divergence: step 3 (det-1 vs det-2): fc.weight, fc\\nbias" in report
+    assert "    | Traceback\\x1b[31m" in report
+    assert not any(line.lstrip().startswith("::") for line in report)
+    assert all(line.isprintable() for line in report)
+
+
 def test_fields_left_out_by_compare_ignore_are_named_under_their_artifact() -> None:
     manifest = fixture()
     manifest["comparison"]["artifacts"][1]["ignored"] = [

@@ -118,6 +118,23 @@ def test_summary_carries_divergence_artifacts_ops_fingerprint_checklist_and_diff
     assert "read-only" not in summary
 
 
+def test_names_from_the_training_cannot_add_markdown_of_their_own(
+    manifest: dict[str, Any]
+) -> None:
+    forged = "x\n## PASS reproducible\x1b"
+    manifest["comparison"]["first_divergence"].update(cause="unknown",
+                                                      parameters=[forged, "fc.bias"])
+    manifest["comparison"]["artifacts"][2]["path"] = forged
+
+    for render in (markdown.summary_markdown, markdown.comment_markdown,
+                   markdown.details_markdown):
+        text = render(manifest)
+        assert not any(line.startswith("## PASS") for line in text.splitlines())
+        assert "<h2>" not in rendered(text) and "\x1b" not in text
+    assert "parameters x\\n## PASS reproducible\\x1b, fc.bias" in markdown.summary_markdown(
+        manifest)
+
+
 def test_ops_outside_actions_are_relative_to_the_current_directory(
     manifest: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,6 +32,7 @@ def test_parameters_past_the_limit_become_a_count() -> None:
     assert parameters_text(names, limit=2) == "fc.weight, fc.bias +1 more"
     assert parameters_text(names, limit=3) == "fc.weight, fc.bias, head.weight"
     assert parameters_text("fc.weight", limit=3) == ""  # not a list: no names
+    assert parameters_text(["fc\n## PASS", "b"], limit=1) == "fc\\n## PASS +1 more"
 
 
 def test_the_rank_is_named_only_when_several_ranks_were_compared() -> None:
@@ -70,6 +71,8 @@ def test_a_cell_is_one_line_with_its_pipes_escaped() -> None:
 
 def test_one_line_collapses_whitespace_and_cuts() -> None:
     assert one_line("  first\n\n second  ") == "first second"
+    assert one_line("model\x1b[2K.pt\x00") == "model\\x1b[2K.pt\\x00"
+    assert cell("a\x07|b") == "a\\x07\\|b"
     cut = one_line("x" * 300)
     assert len(cut) == 200 and cut.endswith("…")
 

@@ -7,6 +7,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from repro_gate.errors import printable
+
 
 def print_document(
     document: dict[str, Any], as_json: bool, describe: Callable[[dict[str, Any]], list[str]]
@@ -17,4 +19,4 @@ def print_document(
         sys.stdout.write("\n")
         return
     for line in describe(document):
-        print(line)
+        print(printable(line))  # paths and names from outside: control characters escaped

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
@@ -99,15 +99,24 @@ class Session:
         """Mask, hold the lock with signals cancelling, run `gate`, print its rendering; the
         outcome's exit code."""
         self.mask()
-        try:
-            with (notices.sent_to(self.notices), cancel.on_signals(),
-                  file_lock.hold(effective, self.wait)):
-                outcome = gate(self.sinks)
-        finally:
-            if isinstance(self.sinks, GroupedSinks):
-                self.sinks.close()
-        print(render(outcome))
+        with self._commands_stopped():
+            try:
+                with (notices.sent_to(self.notices), cancel.on_signals(),
+                      file_lock.hold(effective, self.wait)):
+                    outcome = gate(self.sinks)
+            finally:
+                if isinstance(self.sinks, GroupedSinks):
+                    self.sinks.close()
+            print(render(outcome))
         return outcome.exit_code
+
+    def _commands_stopped(self) -> AbstractContextManager[None]:
+        """In the action, workflow commands are off while the runs' output, the notices and
+        the report print: each may hold a name the training chose. The gate's own commands
+        (groups, annotations) are written between two windows (publish/actions.py)."""
+        if isinstance(self.sinks, GroupedSinks):
+            return actions.commands_stopped()
+        return nullcontext()
 
 
 def warn_on_stderr(warning: str) -> None:

@@ -7,12 +7,12 @@ training's output, never the status: the user is not left without a line.
 
 from __future__ import annotations
 
-import secrets
 import sys
 import threading
 from collections.abc import Callable
 from typing import TextIO
 
+from repro_gate.errors import printable
 from repro_gate.launch import progress
 from repro_gate.launch.base import LineSink
 from repro_gate.publish import actions
@@ -80,30 +80,36 @@ def stderr_sink_for(quiet: bool) -> SinkFactory:
 
 
 class GroupedSinks:
-    """A sink factory for the gate: each run's output folded into its own log group.
+    """A sink factory for the action: each run's output folded into its own log group.
 
-    Workflow commands are switched off while a run prints, so the training cannot set outputs,
-    masks or annotations by printing `::...::` lines.
+    It is used inside `actions.commands_stopped()` (cli/session.py opens it), so the training
+    cannot set outputs, masks or annotations by printing `::...::` lines; the groups are the
+    gate's own commands, written between two windows.
     """
 
     def __init__(self) -> None:
-        self._resume_token: str | None = None
+        self._grouped = False  # a run's group is open
 
     def __call__(self, name: str) -> LineSink:
-        self.close()
-        actions.emit(actions.command("group", f"repro-gate run {name}"))
-        self._resume_token = secrets.token_hex(16)
-        actions.emit(actions.command("stop-commands", self._resume_token))
+        ending = ["::endgroup::"] if self._grouped else []
+        actions.emit_all([*ending, actions.command("group", f"repro-gate run {name}")])
+        self._grouped = True
         return RunSink(name, lambda: sys.stdout)
 
     def close(self) -> None:
         """End the current run's group, if one is open."""
-        if self._resume_token is not None:
-            actions.emit(f"::{self._resume_token}::")
+        if self._grouped:
             actions.emit("::endgroup::")
-            self._resume_token = None
+            self._grouped = False
 
 
 def notices_on_stderr(line: str) -> None:
-    """The gate's notices (`repro-gate: warning: ...`) on stderr, each flushed at once."""
-    print(line, file=sys.stderr, flush=True)
+    """The gate's notices (`repro-gate: warning: ...`) on stderr, each flushed at once; a path
+    or name in one has its control characters escaped."""
+    print(printable(line), file=sys.stderr, flush=True)
+
+
+def notices_on_stdout(line: str) -> None:
+    """The action's notices: on stdout, in order with the lines that switch workflow commands
+    off and on (stderr is another pipe: nothing orders its lines with stdout's)."""
+    print(printable(line), file=sys.stdout, flush=True)

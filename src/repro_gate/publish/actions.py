@@ -3,6 +3,10 @@
 Everything here is a no-op outside Actions (`GITHUB_ACTIONS` is not `true`). Workflow commands
 (`::group::`, `::error`, `::add-mask::`) go to stdout; file commands are appended to the files
 named by `GITHUB_OUTPUT` and `GITHUB_STEP_SUMMARY`.
+
+The runner reads a command on any line of stdout or stderr that starts with `::` (after
+leading spaces) or holds `##[`; a name the training chose may do either. So the action prints
+inside `commands_stopped()`, and only `emit` writes the gate's own commands between windows.
 """
 
 from __future__ import annotations
@@ -10,12 +14,14 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
 from repro_gate.credentials import credential_values
+from repro_gate.errors import printable
 from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import explain, headline
 from repro_gate.render.markdown import summary_markdown
@@ -54,17 +60,79 @@ def command(name: str, message: str = "", **properties: object) -> str:
     return f"::{name}{' ' + props if props else ''}::{escape_data(message)}"
 
 
+def annotation(level: str, message: str, **properties: object) -> str:
+    """An annotation (`error`, `warning`, `notice`): its message and properties may hold what
+    the training named, so their control characters are shown as escapes."""
+    return command(level, printable(message), **{
+        key: None if value is None else printable(str(value))
+        for key, value in properties.items()})
+
+
+class _Window:
+    """The window of stdout in which workflow commands are off, while one is open."""
+
+    def __init__(self) -> None:
+        self.token: str | None = None  # the line `::<token>::` ends the window
+        self.stream: TextIO | None = None
+        self.lock = threading.Lock()  # a command is written whole, between two windows
+
+
+_window = _Window()
+
+
+def _stop_commands(token: str) -> str:
+    return f"::stop-commands::{token}"
+
+
+def _resume_commands(token: str) -> str:
+    return f"::{token}::"
+
+
+@contextmanager
+def commands_stopped(stream: TextIO | None = None) -> Iterator[None]:
+    """Workflow commands are off on stdout inside the block: whatever is printed there (a run's
+    output, a report naming its files) is text to the runner, never a command. The gate's own
+    commands still work: `emit` writes them between two windows. Each window's token is random
+    and new, so no text printed inside can end it. Already open: nothing more to do."""
+    out = stream or sys.stdout
+    with _window.lock:
+        opened = _window.token is None
+        if opened:
+            _window.token, _window.stream = secrets.token_hex(16), out
+            _write(out, [_stop_commands(_window.token)])
+    try:
+        yield
+    finally:
+        if opened:
+            with _window.lock:
+                if _window.token is not None:
+                    _write(out, [_resume_commands(_window.token)])
+                _window.token, _window.stream = None, None
+
+
 def emit(line: str, stream: TextIO | None = None) -> None:
     """Write one workflow command to stdout (where the runner reads them)."""
-    out = stream or sys.stdout
-    out.write(line + "\n")
-    out.flush()
+    emit_all([line], stream)
 
 
 def emit_all(lines: Iterable[str], stream: TextIO | None = None) -> None:
-    """Write each of `lines` as a workflow command."""
-    for line in lines:
-        emit(line, stream)
+    """Write each of `lines` as a workflow command; inside `commands_stopped`, the window is
+    closed before them and a new one (a new token) opened after."""
+    commands = list(lines)
+    if not commands:
+        return
+    out = stream or sys.stdout
+    with _window.lock:
+        ended = _window.token if _window.stream is out else None
+        if ended is not None:
+            _window.token = secrets.token_hex(16)
+            commands = [_resume_commands(ended), *commands, _stop_commands(_window.token)]
+        _write(out, commands)
+
+
+def _write(out: TextIO, lines: list[str]) -> None:
+    out.write("".join(line + "\n" for line in lines))
+    out.flush()
 
 
 def add_mask(value: str, stream: TextIO | None = None) -> None:
@@ -173,7 +241,7 @@ def op_annotations(manifest: Mapping[str, Any], workspace: Path | str) -> list[s
             continue
         message = op.get("message") or f"{op['op']} has no deterministic implementation"
         lines.append(
-            command(
+            annotation(
                 "error",
                 f"{message} ({op.get('count', 1)}x)",
                 file=relative,
@@ -201,7 +269,7 @@ def divergence_annotations(manifest: Mapping[str, Any], workspace: Path | str) -
     op = divergence.get("op") or {}
     relative = repository_path(op.get("file"), workspace)
     return [
-        command(
+        annotation(
             "error",
             explain(divergence, multi_rank),
             file=relative,
@@ -238,15 +306,16 @@ def publish(
         try:
             step()
         except Exception as error:  # reporting must never change the verdict
-            emit(command("warning", f"repro-gate: could not publish to Actions: {error}"), stream)
+            emit(annotation("warning", f"repro-gate: could not publish to Actions: {error}"),
+                 stream)
 
 
 def budget_annotations(manifest: Mapping[str, Any]) -> list[str]:
     """An `::error` stating the cost over its budget, when that failed the gate (no line of the
     repository is to blame: it stands on the step)."""
     return [
-        command("error", str(reason.get("message", "")),
-                title="repro-gate: cost of determinism over budget")
+        annotation("error", str(reason.get("message", "")),
+                   title="repro-gate: cost of determinism over budget")
         for reason in manifest.get("reasons", [])
         if reason.get("code") == cost_text.OVER_BUDGET_CODE
     ][:1]

@@ -97,7 +97,8 @@ def changed_annotations(document: Mapping[str, Any]) -> list[str]:
     """An `::error` on the step when the numerics changed: the title says which package."""
     if document.get("verdict") != UpgradeVerdict.CHANGED:
         return []
-    return [actions.command("error", title(document), title="repro-gate upgrade: numerics changed")]
+    return [actions.annotation("error", title(document),
+                               title="repro-gate upgrade: numerics changed")]
 
 
 def publish_to_actions(
@@ -119,7 +120,7 @@ def publish_to_actions(
             step()
         except Exception as error:  # publishing must never change the verdict
             message = f"repro-gate: could not publish to Actions: {error}"
-            actions.emit(actions.command("warning", message), stream)
+            actions.emit(actions.annotation("warning", message), stream)
 
 
 @dataclass
@@ -153,7 +154,7 @@ def _warn_when_failed(section: Mapping[str, Any], environ: Mapping[str, str]) ->
     message = f"github: the upgrade report was not posted: {errors[0]}"
     notices.say(message)
     if actions.in_actions(environ):
-        actions.emit(actions.command("warning", notices.PREFIX + message))
+        actions.emit(actions.annotation("warning", notices.PREFIX + message))
 
 
 def for_upgrade(config: Config, environ: Mapping[str, str] | None = None) -> UpgradePublisher:

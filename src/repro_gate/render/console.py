@@ -1,4 +1,8 @@
-"""The console report: what a person reads in ten seconds after `repro-gate check`."""
+"""The console report: what a person reads in ten seconds after `repro-gate check`.
+
+Names and paths come from the training (artifact files, tensors, ops, the run's log): each line
+is shown with its control characters escaped, so a name cannot start a line of its own.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from repro_gate.compare.status import Status
+from repro_gate.errors import printable
 from repro_gate.fingerprint import diff_lines
 from repro_gate.render import cost_text, observed, resume_text, seeding_text
 from repro_gate.render.diagnosis import facts
@@ -57,7 +62,7 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
     if manifest_path:
         lines.append(f"  manifest: {manifest_path}")
     lines += _reproduce(manifest)
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)
 
 
 def comparison_lines(comparison: Mapping[str, Any]) -> list[str]:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from repro_gate.compare.status import Status
+from repro_gate.errors import printable
 from repro_gate.render import observed, resume_text, seeding_text
 from repro_gate.render.cost_text import over_budget_only
 from repro_gate.render.diagnosis import explain, headline
@@ -162,7 +163,7 @@ def reproduce_markdown(manifest: Mapping[str, Any]) -> str:
 
 
 def _resume(manifest: Mapping[str, Any]) -> str:
-    text = resume_text.paragraph(as_mapping(manifest.get("comparison")))
+    text = printable(resume_text.paragraph(as_mapping(manifest.get("comparison"))))
     return f"**Resume check:** {text}" if text else ""
 
 
@@ -220,7 +221,7 @@ def _why(manifest: Mapping[str, Any]) -> str:
     divergence = as_mapping(comparison.get("first_divergence"))
     if not headline(divergence, multi_rank(comparison)):
         return ""  # no cause classified (an older manifest): the table says where, as before
-    return f"**Why:** {explain(divergence, multi_rank(comparison))}"
+    return f"**Why:** {printable(explain(divergence, multi_rank(comparison)))}"
 
 
 def _artifact_counts(manifest: Mapping[str, Any]) -> str:

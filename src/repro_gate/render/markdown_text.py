@@ -1,6 +1,8 @@
 """Small text pieces of the Markdown report: table cells, single lines, numbers, manifest fields.
 
 The manifest is read tolerantly here: a field of the wrong type reads as empty, never raises.
+Names come from the training (artifacts, tensors, ops): their control characters are shown as
+escapes, so none can break a line, a table row or the Markdown around it.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from repro_gate.compare.structured import is_number
+from repro_gate.errors import printable
 
 TABLE_ROWS = 30  # rows a table shows before "…and N more"
 
@@ -21,7 +24,7 @@ def more_text(total: int, noun: str) -> str:
 
 def parameters_text(parameters: Any, limit: int) -> str:
     """Up to `limit` parameter names, then `+N more`; empty without names."""
-    names = [str(p) for p in as_list(parameters)]
+    names = [printable(str(p)) for p in as_list(parameters)]
     if not names:
         return ""
     shown = ", ".join(names[:limit])
@@ -62,8 +65,9 @@ def cell(value: Any) -> str:
 
 
 def one_line(text: str, limit: int = 200) -> str:
-    """`text` on one line, whitespace collapsed, cut to `limit` characters."""
-    line = " ".join(text.split())
+    """`text` on one line, whitespace collapsed, other control characters escaped, cut to
+    `limit` characters."""
+    line = printable(" ".join(text.split()))
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 

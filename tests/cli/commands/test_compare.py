@@ -43,6 +43,24 @@ def test_equal_run_directories_are_the_same(
     assert out[1] == "  2 deterministic runs are bitwise equal: 2 steps and 2 artifacts"
 
 
+def test_a_file_named_with_a_newline_is_one_line_of_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = run_dir(tmp_path / "a", {"loss": 0.5})
+    b = run_dir(tmp_path / "b", {"loss": 0.5})
+    forged = "x\n::notice title=repro-gate::PASS reproducible\n"
+    (a / forged).write_text("1")
+    (b / forged).write_text("2")
+
+    assert compare(a, b) == EXIT_FAIL
+
+    out = capsys.readouterr().out.splitlines()
+    shown = "x\\n::notice title=repro-gate::PASS reproducible\\n"
+    assert f"  {shown} differs between runs A and B" in out
+    assert f"    {shown}: different" in out
+    assert not any(line.lstrip().startswith("::") for line in out)
+
+
 def test_a_differing_file_is_different_and_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

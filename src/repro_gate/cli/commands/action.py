@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from repro_gate import config, publish
 from repro_gate.cli.session import Session
-from repro_gate.cli.sinks import GroupedSinks
+from repro_gate.cli.sinks import GroupedSinks, notices_on_stdout
 from repro_gate.config import DEFAULT_OUTPUT_DIR, Config, overrides
 from repro_gate.environments import find_lock
 from repro_gate.errors import ConfigError, ErrorKind, GateError
@@ -62,7 +62,7 @@ def action(environ: Mapping[str, str]) -> int:
     """Run the gate configured by the action inputs and publish its result to the step."""
     session = Session(warn=_annotate_warning,
                       record_error=lambda error: _record_configuration_error(error, environ),
-                      sinks=GroupedSinks(), environ=environ)
+                      sinks=GroupedSinks(), environ=environ, notices=notices_on_stdout)
     session.mask()  # first: an error record published to the step must not show a credential
     with session.recording():
         mode = overrides.action_input(environ, "mode") or MODES[0]
@@ -129,7 +129,7 @@ def _run_upgrade(session: Session, effective: Config, environ: Mapping[str, str]
     from repro_gate.upgrade.check import run_upgrade
 
     def record(error: GateError) -> None:  # no lock, or no base commit: nothing could run
-        actions.emit(actions.command("error", error.message, title="repro-gate"))
+        actions.emit(actions.annotation("error", error.message, title="repro-gate"))
         upgrade_error(error, effective.workdir, effective.output_dir,
                       for_upgrade_configuration_error(environ))
 
@@ -183,7 +183,7 @@ def _pull_request_base(environ: Mapping[str, str]) -> str | None:
 
 def _record_configuration_error(error: GateError, environ: Mapping[str, str]) -> None:
     """A configuration problem: no runs, but the step still gets its outputs and summary."""
-    actions.emit(actions.command("error", error.message, title="repro-gate"))
+    actions.emit(actions.annotation("error", error.message, title="repro-gate"))
     output_dir = overrides.action_input(environ, "output-dir") or DEFAULT_OUTPUT_DIR
     publisher = publish.for_configuration_error(environ)
     configuration_error(error, Path(output_dir).absolute(), publisher)
@@ -191,7 +191,7 @@ def _record_configuration_error(error: GateError, environ: Mapping[str, str]) ->
 
 def _annotate_warning(warning: str) -> None:
     """A warning before any run, as an annotation on the step."""
-    actions.emit(actions.command("warning", warning, title="repro-gate"))
+    actions.emit(actions.annotation("warning", warning, title="repro-gate"))
 
 
 def _shown(path: Path | None) -> str | None:

@@ -12,13 +12,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from repro_gate import manifest, probe
+from repro_gate import manifest, notices, probe
+from repro_gate.cli.sinks import notices_on_stderr
 from repro_gate.compare import provenance, sha256_file
 from repro_gate.compare.run_pair import RunSide, check_something_compared, compare_runs
 from repro_gate.config import CompareConfig, ToleranceConfig
 from repro_gate.config.loader import check_artifact_globs, validate
 from repro_gate.config.overrides import parse_tolerance
-from repro_gate.errors import EXIT_FAIL, EXIT_PASS, ConfigError, ErrorKind, GateError
+from repro_gate.errors import EXIT_FAIL, EXIT_PASS, ConfigError, ErrorKind, GateError, printable
 from repro_gate.gate import collect as artifacts
 from repro_gate.gate import verdict
 from repro_gate.render import console
@@ -54,9 +55,11 @@ def add_parser(subparsers: Any, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`repro-gate compare`: its arguments as `compare`'s parameters."""
-    return compare(Path(args.a), Path(args.b), tolerance=args.tolerance,
-                   artifacts=args.artifacts, ignore=args.ignore, as_json=args.json)
+    """`repro-gate compare`: its arguments as `compare`'s parameters; a notice naming a run's
+    file (a link out of it) shows its control characters escaped, as the gate's do."""
+    with notices.sent_to(notices_on_stderr):
+        return compare(Path(args.a), Path(args.b), tolerance=args.tolerance,
+                       artifacts=args.artifacts, ignore=args.ignore, as_json=args.json)
 
 
 def compare(
@@ -85,11 +88,12 @@ def compare(
         print(json.dumps({"verdict": outcome, "reasons": reasons, "comparison": comparison,
                           "provenance": origins}, indent=2))
     else:
-        print(f"repro-gate compare: {'same' if outcome == verdict.PASS else 'DIFFERENT'}")
-        for line in origins:
-            print(f"  {line}")
-        print("\n".join(f"  {r['message']}" for r in reasons))
-        print("\n".join(console.comparison_lines(comparison)))
+        lines = [f"repro-gate compare: {'same' if outcome == verdict.PASS else 'DIFFERENT'}"]
+        lines += [f"  {line}" for line in origins]
+        lines += [f"  {r['message']}" for r in reasons]
+        lines += console.comparison_lines(comparison)
+        # Names come from the runs' files: a control character in one cannot start a line.
+        print("\n".join(printable(line) for line in lines))
     return EXIT_PASS if outcome == verdict.PASS else EXIT_FAIL
 
 

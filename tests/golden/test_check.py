@@ -136,3 +136,23 @@ def test_the_bless_command_names_the_config_or_the_golden_path(
                        golden=GoldenConfig(path="g/main.json"))
     assert bless_command(from_file) == (
         "repro-gate bless --config repro-gate.yaml --manifest out/manifest.json")
+
+
+def renamed_run(run: document.RunData, new: str) -> document.RunData:
+    """`run` with its tensor `w` named `new`, the same values."""
+    def rename(digests: Any) -> Any:
+        return {new: digests["w"]} if isinstance(digests, dict) else digests
+    trajectory = [{key: rename(value) for key, value in record.items()}
+                  for record in run.trajectory]
+    return document.RunData(trajectory, run.fingerprint, run.artifacts, run.gate)
+
+
+def test_a_renamed_tensor_with_equal_values_is_the_same_and_listed(tmp_path: Path) -> None:
+    config = Config(workdir=tmp_path, output_dir=tmp_path / "out")
+    bless_into(config, run_of([1.0, 0.5]))
+    result = compared(config, renamed_run(run_of([1.0, 0.5]), "proj.w"))
+    assert (result["status"], result["steps_compared"]) == ("same", 2)
+    assert result["renamed"] == [{"golden": "w", "run": "proj.w"}]
+    changed = compared(config, renamed_run(run_of([1.0, 0.25]), "proj.w"))
+    assert (changed["status"], changed["first_divergence"]["step"]) == ("changed", 2)
+

@@ -1,11 +1,23 @@
 """The tiny training the golden trajectory tests change: its loss is a sum that a test can
-reorder (other rounding, the code's change) or scale through a package (the environment's)."""
+reorder (other rounding, the code's change) or scale through a package (the environment's), and
+its layer an attribute a test can rename."""
 
 TRAIN = """\
 import torch
 {imports}
+
+
+class Regression(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.{layer} = torch.nn.Linear(4, 1)
+
+    def forward(self, inputs):
+        return self.{layer}(inputs)
+
+
 torch.manual_seed(0)
-model = torch.nn.Linear(4, 1)
+model = Regression()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 inputs = torch.randn(64, 4){scale}
 targets = torch.randn(64, 1)
@@ -24,6 +36,6 @@ NEUTRAL = "torch.sum(squared)"
 REORDERED_SUM = "(squared.flip(0).sum() if step >= 3 else squared.sum())"
 
 
-def training(total: str = SUM, numlib: bool = False) -> str:
+def training(total: str = SUM, numlib: bool = False, layer: str = "fc") -> str:
     return TRAIN.format(imports="import numlib" if numlib else "", total=total,
-                        scale=" * numlib.SCALE" if numlib else "")
+                        scale=" * numlib.SCALE" if numlib else "", layer=layer)

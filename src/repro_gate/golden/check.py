@@ -62,8 +62,9 @@ def compare_with_golden(config: Config, run: document.RunData, candidate: dict[s
         commit = golden["software"].get("commit")
         changed = history.changed_since(config.workdir, commit) if commit else None
         folders = [select.shown(choice.folder, root), select.shown(config.output_dir, root)]
+        facts = attribution.training_facts_diff(golden["software"], candidate["software"])
         result["attribution"] = attribution.attribute(result["software_diff"], changed, folders,
-                                                      commit)
+                                                      commit, facts)
         if run_in is not None and attribution.both_changed(result["software_diff"], changed,
                                                            folders):
             result["attribution"] = attribute_by_rebuild(config, golden, run, result, run_in,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from helpers.check_jsonschema import CHECK_JSONSCHEMA, OFFLINE
 from helpers.git_repo import git
-from helpers.golden_training import REORDERED_SUM, training
+from helpers.golden_training import REORDERED_SUM, seeded_first, training
 from helpers.paths import ROOT
 
 GOLDEN_SCHEMA = ROOT / "src" / "repro_gate" / "schemas" / "golden.schema.json"
@@ -164,12 +164,13 @@ class Gate:
 @pytest.fixture(scope="module")
 def reordered(blessed_repo: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
               ) -> Gate:
-    """A pull request's branch (`reorder`) of the blessed repository whose training sums the
-    squared errors in reverse, and its gate against the golden file of `main`."""
+    """A pull request's branch (`reorder`) of the blessed repository whose training seeds a
+    few lines higher (a refactor) and sums the squared errors in reverse, and its gate against
+    the golden file of `main`."""
     repo = copy_of(blessed_repo[0], tmp_path_factory.mktemp("reordered"))
     git(repo, "checkout", "-q", "-b", "reorder")
-    (repo / "train.py").write_text(training(REORDERED_SUM))
-    commit(repo, "Sum the squared errors in reverse")
+    (repo / "train.py").write_text(seeded_first(training(REORDERED_SUM)))
+    commit(repo, "Seed first, and sum the squared errors in reverse")
     done, manifest = check(repo)
     return Gate(repo, done, manifest)
 
@@ -209,9 +210,14 @@ def test_a_renamed_layer_keeps_the_numerics_and_is_listed(blessed_repo: tuple[Pa
     assert "will not load with `load_state_dict(strict=True)`" in done.stdout
 
 
-def test_a_reordered_sum_changes_the_numerics_by_the_code(reordered: Gate) -> None:
+def test_a_moved_seeding_line_and_a_reordered_sum_change_the_numerics_by_the_code(
+        blessed_repo: tuple[Path, Path], reordered: Gate) -> None:
     done, manifest = reordered.done, reordered.manifest
+    # The refactor moved the seeding call the golden file records; the code's business.
     assert done.returncode == 1, done.stdout + done.stderr
+    seedings = [json.loads(path.read_text())["software"]["seeding"] for path in (
+        blessed_repo[0] / blessed_repo[1], reordered.repo / golden_of(manifest)["candidate"])]
+    assert seedings[0] != seedings[1] and seedings[1].endswith("train.py:2")
     assert manifest["verdict"] == "fail"
     assert manifest["reasons"][0]["code"] == "numerics_changed"
     golden = golden_of(manifest)

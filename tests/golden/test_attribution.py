@@ -12,11 +12,14 @@ from repro_gate.golden.attribution import (
     by_rebuild,
     not_rebuilt,
     software_diff,
+    training_facts_diff,
     training_files,
 )
 
 FOLDERS = [".repro-gate/golden", "repro-gate-out"]
 TORCH = [{"field": "torch", "golden": "2.5.1", "run": "2.6.0"}]
+SEEDED_AT_5 = {"torch": "2.5.1", "commit": "aaa", "seeding": "torch.manual_seed(0) at train.py:5"}
+SEEDED_AT_35 = {**SEEDED_AT_5, "commit": "bbb", "seeding": "torch.manual_seed(0) at train.py:35"}
 
 
 def test_the_software_diff_lists_changed_fields_but_never_the_commit() -> None:
@@ -26,6 +29,21 @@ def test_the_software_diff_lists_changed_fields_but_never_the_commit() -> None:
         {"field": "torch", "golden": "2.5.1", "run": "2.6.0"},
         {"field": "lock", "golden": None, "run": "uv.lock:12"}]
     assert software_diff({"commit": "a"}, {"commit": "b"}) == []
+
+
+def test_where_the_training_seeds_is_the_code_s_never_the_software_s() -> None:
+    assert software_diff(SEEDED_AT_5, SEEDED_AT_35) == []
+    facts = training_facts_diff(SEEDED_AT_5, SEEDED_AT_35)
+    assert facts == [{"field": "seeding", "golden": "torch.manual_seed(0) at train.py:5",
+                      "run": "torch.manual_seed(0) at train.py:35"}]
+    # A refactor that moved the seeding line and changed the numerics: the code did it.
+    found = attribute(software_diff(SEEDED_AT_5, SEEDED_AT_35), ["train.py"], FOLDERS, "aaa",
+                      facts)
+    assert found == {"kind": CODE, "reason": (
+        "the software is the golden file's: the code changed the numerics (seeding:"
+        " torch.manual_seed(0) at train.py:5 in the golden file, torch.manual_seed(0) at"
+        " train.py:35 now)")}
+    assert not both_changed(software_diff(SEEDED_AT_5, SEEDED_AT_35), ["train.py"], FOLDERS)
 
 
 def test_locks_docs_workflows_and_the_gate_s_folders_do_not_change_the_training() -> None:

@@ -136,3 +136,51 @@ def test_the_bless_command_names_the_config_or_the_golden_path(
                        golden=GoldenConfig(path="g/main.json"))
     assert bless_command(from_file) == (
         "repro-gate bless --config repro-gate.yaml --manifest out/manifest.json")
+
+
+def renamed_run(run: document.RunData, new: str) -> document.RunData:
+    """`run` with its tensor `w` named `new`, the same values."""
+    def rename(digests: Any) -> Any:
+        return {new: digests["w"]} if isinstance(digests, dict) else digests
+    trajectory = [{key: rename(value) for key, value in record.items()}
+                  for record in run.trajectory]
+    return document.RunData(trajectory, run.fingerprint, run.artifacts, run.gate)
+
+
+def test_a_renamed_tensor_with_equal_values_is_the_same_and_listed(tmp_path: Path) -> None:
+    config = Config(workdir=tmp_path, output_dir=tmp_path / "out")
+    bless_into(config, run_of([1.0, 0.5]))
+    result = compared(config, renamed_run(run_of([1.0, 0.5]), "proj.w"))
+    assert (result["status"], result["steps_compared"]) == ("same", 2)
+    assert result["renamed"] == [{"golden": "w", "run": "proj.w"}]
+    changed = compared(config, renamed_run(run_of([1.0, 0.25]), "proj.w"))
+    assert (changed["status"], changed["first_divergence"]["step"]) == ("changed", 2)
+
+
+def seeded_at(line: int) -> dict[str, Any]:
+    fingerprint = json.loads(json.dumps(FINGERPRINT))
+    fingerprint["random"]["seeding"] = {"gate_seed": None, "training": [
+        {"generator": "torch", "call": "torch.manual_seed", "seed": 0, "file": "train.py",
+         "line": line}]}
+    return fingerprint
+
+
+def test_a_moved_seeding_line_with_changed_numerics_is_the_code(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    (tmp_path / "train.py").write_text("import torch\ntorch.manual_seed(0)\n")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "train")
+    golden = seeded_at(2)
+    golden["code"]["commit"] = git(tmp_path, "rev-parse", "HEAD")
+    config = Config(workdir=tmp_path, output_dir=tmp_path / "out")
+    bless_into(config, run_of([1.0, 0.5], golden))
+    (tmp_path / "train.py").write_text("import torch\n\n\ntorch.manual_seed(0)\n")
+
+    def never(*args: Any) -> Any:
+        raise AssertionError("the software is the golden file's: run G has nothing to decide")
+
+    result = compared(config, run_of([1.0, 0.25], seeded_at(4)), run_in=never)
+    assert result["status"] == "changed"
+    assert result["software_diff"] == []
+    assert result["attribution"]["kind"] == "code"
+    assert "train.py:2 in the golden file" in result["attribution"]["reason"]

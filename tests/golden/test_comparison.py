@@ -152,3 +152,18 @@ def test_within_is_measured_against_the_golden_value() -> None:
     assert within(1.0, 0.5, {"rtol": 0.5, "atol": 0.25})
     assert within(5.0, 5.0, {})
     assert Tolerance.from_config(None) == Tolerance()
+
+
+def test_a_renamed_checkpoint_with_equal_tensors_is_the_same_whatever_its_bytes(
+        tmp_path: Path) -> None:
+    files = []
+    for name, note in (("g", "golden"), ("r", "run")):  # other bytes, the same tensors
+        path = tmp_path / name / "model.safetensors"
+        path.parent.mkdir()
+        save_file({"w": np.ones(2, np.float32)}, str(path), metadata={"note": note})
+        files.append(("model.safetensors", path))
+    golden, run = golden_of(steps(), files[:1]), golden_of(steps(), files[1:])
+    assert compare(golden, run, BITWISE)["first_divergence"]["detail"] == (
+        "model.safetensors differs from the golden file's (sha256)")
+    renamed = compare(golden, run, BITWISE, frozenset({"model.safetensors"}))
+    assert (renamed["status"], renamed["artifacts_compared"]) == (SAME, 1)

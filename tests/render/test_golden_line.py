@@ -85,6 +85,17 @@ def test_the_base_branchs_file_follows() -> None:
                     " `golden/base.json`: within tolerance")
 
 
+def test_renamed_tensors_are_named_with_what_they_break() -> None:
+    renamed = [{"golden": f"fc.{n}", "run": f"proj.{n}"} for n in ("weight", "bias", "x", "y")]
+    section = golden("same", renamed=renamed)
+    manifest_with(section)  # valid against the manifest schema
+    assert golden_line(section) == (
+        f"numerics unchanged against `{PATH}`; tensors renamed (fc.weight -> proj.weight,"
+        " fc.bias -> proj.bias, fc.x -> proj.x and 1 more): checkpoints saved under the old"
+        " names will not load with `load_state_dict(strict=True)`")
+    assert golden_line(golden("same", renamed=[])) == f"numerics unchanged against `{PATH}`"
+
+
 def test_no_golden_file_says_how_to_create_one() -> None:
     assert golden_line(golden("no_golden", path=".repro-gate/golden")) == (
         "no golden trajectory for machine class `a10g` in `.repro-gate/golden`: create it with"

@@ -4,7 +4,9 @@ Same software as the golden file: the code. The software changed and no file the
 changed since the golden file's commit (only locks, docs, workflows, the golden files): the
 environment. Both changed: the code run in the golden file's rebuilt software (run G,
 `rebuild.py`) decides: equal to the golden trajectory, the environment; else the code. Where it
-cannot be rebuilt, `unknown` with the reason.
+cannot be rebuilt, `unknown` with the reason. What the golden file read from the training itself
+(where it seeds) is the code's, never the software's: a refactor that moves the seeding line
+changes no software.
 """
 
 from __future__ import annotations
@@ -18,14 +20,26 @@ CODE, ENVIRONMENT, UNKNOWN = "code", "environment", "unknown"
 NOT_TRAINING = ("uv.lock", "poetry.lock", "requirements*.txt", "Pipfile.lock", "pylock.toml",
                 "conda-lock.yml", "pixi.lock", "*.md", "*.rst", "docs/*", ".github/*",
                 "LICENSE*", ".gitignore")
-SOFTWARE_FIELDS_NOT_COMPARED = ("commit",)  # the code's identity: attribution's business
+# Facts of the golden file's `software` read from the training itself (where and how it
+# seeds): they move with its code, so they are compared as the code, never as software.
+TRAINING_FACTS = ("seeding",)
+# The code's identity and the training's own facts: attribution's business.
+SOFTWARE_FIELDS_NOT_COMPARED = ("commit", *TRAINING_FACTS)
 
 
 def software_diff(golden: dict[str, Any], run: dict[str, Any]) -> list[dict[str, Any]]:
-    """`[{field, golden, run}]` for each software field that differs (not the commit)."""
+    """`[{field, golden, run}]` for each software field that differs (not the commit, nor what
+    was read from the training)."""
     fields = [f for f in {**golden, **run} if f not in SOFTWARE_FIELDS_NOT_COMPARED]
     return [{"field": f, "golden": golden.get(f), "run": run.get(f)}
             for f in fields if golden.get(f) != run.get(f)]
+
+
+def training_facts_diff(golden: dict[str, Any], run: dict[str, Any]) -> list[dict[str, Any]]:
+    """`[{field, golden, run}]` for each fact read from the training that differs: part of the
+    code's change."""
+    return [{"field": f, "golden": golden.get(f), "run": run.get(f)}
+            for f in TRAINING_FACTS if golden.get(f) != run.get(f)]
 
 
 def training_files(changed: list[str], folders: list[str]) -> list[str]:
@@ -38,12 +52,15 @@ def training_files(changed: list[str], folders: list[str]) -> list[str]:
 
 
 def attribute(diff: list[dict[str, Any]], changed: list[str] | None, folders: list[str],
-              commit: str | None) -> dict[str, str]:
-    """`{kind, reason}` of a change of the numerics."""
+              commit: str | None, facts: list[dict[str, Any]] | None = None) -> dict[str, str]:
+    """`{kind, reason}` of a change of the numerics (`facts`: the training's own facts that
+    differ, `training_facts_diff`)."""
     fields = ", ".join(entry["field"] for entry in diff)
     if not diff:
+        moved = "".join(f" ({entry['field']}: {entry['golden']} in the golden file,"
+                        f" {entry['run']} now)" for entry in facts or [])
         return {"kind": CODE, "reason": "the software is the golden file's: the code changed"
-                                        " the numerics"}
+                                        f" the numerics{moved}"}
     if changed is None:
         return {"kind": UNKNOWN,
                 "reason": f"the software changed ({fields}) and the golden file's commit"

@@ -9,7 +9,15 @@ from typing import Any
 
 from repro_gate.config import Config
 from repro_gate.config.model import DEFAULT_GOLDEN_PATH
-from repro_gate.golden import attribution, comparison, document, history, rebuild, select
+from repro_gate.golden import (
+    attribution,
+    comparison,
+    document,
+    history,
+    rebuild,
+    renames,
+    select,
+)
 
 CHANGED = comparison.CHANGED
 
@@ -37,6 +45,7 @@ def compare_with_golden(config: Config, run: document.RunData, candidate: dict[s
         "loss_delta": [],
         "attribution": None,
         "against_base": None,
+        "renamed": [],
     }
     if not choice.path.is_file():
         return result
@@ -44,22 +53,35 @@ def compare_with_golden(config: Config, run: document.RunData, candidate: dict[s
     tolerance = comparison.Tolerance.from_config(config.golden.tolerance)
     result["path"] = select.shown(choice.path, root)
     result["golden_machine_class"] = golden["machine_class"]
-    result.update(comparison.compare(golden, candidate, tolerance))
+    compared, renamed = compare_renamed(golden, candidate, run, tolerance)
+    result.update(compared)
+    result["renamed"] = [{"golden": rename.golden, "run": rename.run} for rename in renamed]
     result["software_diff"] = attribution.software_diff(golden["software"],
                                                         candidate["software"])
     if result["status"] == CHANGED:
         commit = golden["software"].get("commit")
         changed = history.changed_since(config.workdir, commit) if commit else None
         folders = [select.shown(choice.folder, root), select.shown(config.output_dir, root)]
+        facts = attribution.training_facts_diff(golden["software"], candidate["software"])
         result["attribution"] = attribution.attribute(result["software_diff"], changed, folders,
-                                                      commit)
+                                                      commit, facts)
         if run_in is not None and attribution.both_changed(result["software_diff"], changed,
                                                            folders):
             result["attribution"] = attribute_by_rebuild(config, golden, run, result, run_in,
                                                          tolerance)
     result["against_base"] = against_base(config.workdir, result["path"], golden, candidate,
-                                          tolerance)
+                                          run, tolerance)
     return result
+
+
+def compare_renamed(golden: dict[str, Any], candidate: dict[str, Any], run: document.RunData,
+                    tolerance: comparison.Tolerance
+                    ) -> tuple[dict[str, Any], list[renames.Rename]]:
+    """Run A (`candidate`, made from `run`) against `golden` under the golden file's tensor
+    names, and the tensors renamed to get there."""
+    view = renames.under_golden_names(golden, candidate, run.trajectory)
+    return (comparison.compare(golden, view.document, tolerance, view.renamed_artifacts),
+            view.renamed)
 
 
 def attribute_by_rebuild(config: Config, golden: dict[str, Any], run: document.RunData,
@@ -71,13 +93,13 @@ def attribute_by_rebuild(config: Config, golden: dict[str, Any], run: document.R
     if isinstance(outcome, str):
         return attribution.not_rebuilt(result["attribution"], outcome)
     data = rebuild.with_fingerprint(outcome, run.fingerprint)
-    status = comparison.compare(golden, document.build(data, now()), tolerance)["status"]
+    status = compare_renamed(golden, document.build(data, now()), data, tolerance)[0]["status"]
     return attribution.by_rebuild(status != CHANGED)
 
 
 def against_base(workdir: Path, rel_path: str, golden: dict[str, Any],
-                 candidate: dict[str, Any], tolerance: comparison.Tolerance
-                 ) -> dict[str, Any] | None:
+                 candidate: dict[str, Any], run: document.RunData,
+                 tolerance: comparison.Tolerance) -> dict[str, Any] | None:
     """Run A against the base branch's version of the golden file, when the pull request
     changed that file (it re-blessed); None otherwise."""
     found = history.base_version(workdir, rel_path)
@@ -87,7 +109,7 @@ def against_base(workdir: Path, rel_path: str, golden: dict[str, Any],
     base = document.parse(text)
     if base is None or base == golden:
         return None
-    compared = comparison.compare(base, candidate, tolerance)
+    compared = compare_renamed(base, candidate, run, tolerance)[0]
     return {"path": f"{ref}:{rel_path}", "status": compared["status"],
             "first_divergence": compared["first_divergence"],
             "largest_difference": compared["largest_difference"],

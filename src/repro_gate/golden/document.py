@@ -72,7 +72,8 @@ def tensors_at(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def software(fingerprint: dict[str, Any]) -> dict[str, str | None]:
-    """What the run ran with, as one flat mapping of text (None: not known)."""
+    """What the run ran with, as one flat mapping of text (None: not known); `seeding` is read
+    from the training, and compared as its code (`attribution.TRAINING_FACTS`)."""
     env = fingerprint.get("env") or {}
     image = env.get("image") or {}
     digests = image.get("repo_digests") or []

@@ -32,9 +32,9 @@ from repro_gate.manifest.store import write_text_atomic
 RUN_NAME = "G"
 PURPOSE = "golden_attribution"  # run G's `purpose` in the manifest's `runs[]`
 REBUILD_SUBDIR = "golden-rebuild"  # in the output directory: the golden commit's lock
-# Software a rebuilt lock brings back (`packages`: what the lock installs; `seeding` names the
-# code's seeding call, the code's business); any other field that differs is not rebuilt.
-LOCK_FIELDS = ("lock", "packages", "seeding")
+# Software a rebuilt lock brings back (`packages`: what the lock installs); any other field
+# that differs is not rebuilt.
+LOCK_FIELDS = ("lock", "packages")
 
 # Runs the training once in an environment (the gate's run G); a GateError when it fails.
 RunIn = Callable[[Environment], RunData]

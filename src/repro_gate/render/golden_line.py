@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+MAX_RENAMES_SHOWN = 3
+
 
 def golden_line(golden: Mapping[str, Any] | None) -> str | None:
     """The line, or None when the gate did not compare with a golden trajectory."""
@@ -23,7 +25,7 @@ def golden_line(golden: Mapping[str, Any] | None) -> str | None:
     else:
         line = f"numerics changed against {path}{_at(golden.get('first_divergence'))}"
         line += _attribution(golden.get("attribution"))
-    line += _other_class(golden)
+    line += _other_class(golden) + _renamed(golden.get("renamed"))
     base = golden.get("against_base")
     if base:
         line += (f"; against the base branch's `{base['path']}`: {_status(base['status'])}"
@@ -52,6 +54,18 @@ def _other_class(golden: Mapping[str, Any]) -> str:
     if recorded and recorded != golden["machine_class"]:
         return f" (recorded on `{recorded}`, this run on `{golden['machine_class']}`)"
     return ""
+
+
+def _renamed(renamed: list[Mapping[str, str]] | None) -> str:
+    """Tensors compared under their golden names: a checkpoint of the old names no longer loads
+    strictly, which no comparison of values shows."""
+    if not renamed:
+        return ""
+    shown = ", ".join(f"{pair['golden']} -> {pair['run']}" for pair in renamed[:MAX_RENAMES_SHOWN])
+    more = len(renamed) - MAX_RENAMES_SHOWN
+    shown += f" and {more} more" if more > 0 else ""
+    return (f"; tensors renamed ({shown}): checkpoints saved under the old names will not load"
+            " with `load_state_dict(strict=True)`")
 
 
 def _status(status: str) -> str:

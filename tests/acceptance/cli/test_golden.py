@@ -17,15 +17,24 @@ from pathlib import Path
 import pytest
 from helpers.check_jsonschema import CHECK_JSONSCHEMA, OFFLINE
 from helpers.git_repo import git
-from helpers.golden_training import REORDERED_SUM, training
+from helpers.golden_training import REORDERED_SUM, seeded_first, training
 from helpers.paths import ROOT
 
 GOLDEN_SCHEMA = ROOT / "src" / "repro_gate" / "schemas" / "golden.schema.json"
 GOLDEN_DIR = Path(".repro-gate") / "golden"
 
-# The same numbers, written another way: a helper function and other names.
+# The same numbers, written another way: a helper function and other names (the layer's aside).
 REFACTORED = """\
 import torch
+
+
+class LinearModel(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 1)
+
+    def forward(self, features):
+        return self.fc(features)
 
 
 def mean_squared_error(prediction, target):
@@ -34,7 +43,7 @@ def mean_squared_error(prediction, target):
 
 
 torch.manual_seed(0)
-net = torch.nn.Linear(4, 1)
+net = LinearModel()
 sgd = torch.optim.SGD(net.parameters(), lr=0.1)
 features = torch.randn(64, 4)
 labels = torch.randn(64, 1)
@@ -155,12 +164,13 @@ class Gate:
 @pytest.fixture(scope="module")
 def reordered(blessed_repo: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
               ) -> Gate:
-    """A pull request's branch (`reorder`) of the blessed repository whose training sums the
-    squared errors in reverse, and its gate against the golden file of `main`."""
+    """A pull request's branch (`reorder`) of the blessed repository whose training seeds a
+    few lines higher (a refactor) and sums the squared errors in reverse, and its gate against
+    the golden file of `main`."""
     repo = copy_of(blessed_repo[0], tmp_path_factory.mktemp("reordered"))
     git(repo, "checkout", "-q", "-b", "reorder")
-    (repo / "train.py").write_text(training(REORDERED_SUM))
-    commit(repo, "Sum the squared errors in reverse")
+    (repo / "train.py").write_text(seeded_first(training(REORDERED_SUM)))
+    commit(repo, "Seed first, and sum the squared errors in reverse")
     done, manifest = check(repo)
     return Gate(repo, done, manifest)
 
@@ -180,12 +190,34 @@ def test_a_refactor_keeps_the_numerics(blessed_repo: tuple[Path, Path], tmp_path
     assert not list((project / "repro-gate-out" / "golden").glob("*.json"))
     assert golden["path"] == golden_file.relative_to(project).as_posix()
     assert (golden["steps_compared"], golden["artifacts_compared"]) == (5, 1)
+    assert golden["renamed"] == []
     assert f"numerics unchanged against `{golden['path']}`" in done.stdout
 
 
-def test_a_reordered_sum_changes_the_numerics_by_the_code(reordered: Gate) -> None:
+def test_a_renamed_layer_keeps_the_numerics_and_is_listed(blessed_repo: tuple[Path, Path],
+                                                          tmp_path: Path) -> None:
+    project = copy_of(blessed_repo[0], tmp_path)
+    (project / "train.py").write_text(training(layer="proj"))
+    commit(project, "Rename the layer")
+    done, manifest = check(project)
+    assert done.returncode == 0, done.stdout + done.stderr
+    golden = golden_of(manifest)
+    assert (golden["status"], golden["first_divergence"]) == ("same", None)
+    assert (golden["steps_compared"], golden["artifacts_compared"]) == (5, 1)
+    assert golden["renamed"] == [{"golden": "fc.weight", "run": "proj.weight"},
+                                 {"golden": "fc.bias", "run": "proj.bias"}]
+    assert "tensors renamed (fc.weight -> proj.weight, fc.bias -> proj.bias)" in done.stdout
+    assert "will not load with `load_state_dict(strict=True)`" in done.stdout
+
+
+def test_a_moved_seeding_line_and_a_reordered_sum_change_the_numerics_by_the_code(
+        blessed_repo: tuple[Path, Path], reordered: Gate) -> None:
     done, manifest = reordered.done, reordered.manifest
+    # The refactor moved the seeding call the golden file records; the code's business.
     assert done.returncode == 1, done.stdout + done.stderr
+    seedings = [json.loads(path.read_text())["software"]["seeding"] for path in (
+        blessed_repo[0] / blessed_repo[1], reordered.repo / golden_of(manifest)["candidate"])]
+    assert seedings[0] != seedings[1] and seedings[1].endswith("train.py:2")
     assert manifest["verdict"] == "fail"
     assert manifest["reasons"][0]["code"] == "numerics_changed"
     golden = golden_of(manifest)

@@ -76,8 +76,8 @@ class ErrorKind(StrEnum):
     TIMEOUT = "timeout"  # a run took longer than allowed
     RUN_FAILED = "run_failed"  # a run exited non-zero
     PROBE_FAILED = "probe_failed"  # the probe inside a run could not record
-    # the probe never loaded (python -I/-S, a cleared PYTHONPATH, no Python) and no artifacts
-    # were compared: nothing was observed
+    # the probe never loaded (python -I/-S, a cleared PYTHONPATH, env -i) in a Python training,
+    # or in any training with no artifacts compared: nothing decides
     PROBE_NOT_LOADED = "probe_not_loaded"
     # the resume check: run R wrote no checkpoint at or after `resume.after` before it ended
     NO_CHECKPOINT = "no_checkpoint"

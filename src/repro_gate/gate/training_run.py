@@ -114,8 +114,10 @@ def command_argv(
 ) -> tuple[list[str], list[Path]]:
     """The command to run and the extra PYTHONPATH entries it needs (the reference's directory).
 
-    A command string runs through the shell, as the user wrote it; an argv list runs as is. The
-    reference trains `steps` steps if given (the cost run's), else `reference.steps`.
+    A command string runs through the shell, as the user wrote it but for its own PYTHONPATH
+    assignments, which keep the gate's folders in front (launch/shell_assignments.py); an argv
+    list runs as is. The reference trains `steps` steps if given (the cost run's), else
+    `reference.steps`.
     """
     if isinstance(config.command, str):
         return shell_argv(config.command), []

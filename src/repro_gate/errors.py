@@ -41,7 +41,8 @@ EXIT_ERROR = 2
 # The gate refused to run at all (a fork's code on a machine it must not reach): not a broken
 # input the author can fix, so a workflow can tell it from an error.
 EXIT_REFUSED = 3
-# `repro-gate bless` refused a manifest whose runs did not reproduce: nothing to bless.
+# `repro-gate bless` refused a manifest whose runs did not reproduce, or whose steps were not
+# observed: nothing to bless.
 EXIT_NOT_BLESSABLE = 4
 
 # The 403 message of a token that may not write (e.g. in a pull request from a fork).

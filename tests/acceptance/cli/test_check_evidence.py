@@ -134,6 +134,13 @@ def test_a_shell_script_training_is_judged_by_its_file(project: Path) -> None:
     assert len(sections) == 4
     for section in sections:
         assert f"bit-for-bit reproducible · {NOT_OBSERVED}" in section
+    # No step was observed: no golden trajectory to compare with, and nothing to bless.
+    assert manifest["comparison"]["golden"] is None
+    blessed = repro_gate("bless", "--manifest", str(manifest_path), cwd=project)
+    assert blessed.returncode == 4, blessed.stdout + blessed.stderr
+    assert blessed.stderr.count("\n") == 1 and "Traceback" not in blessed.stderr
+    assert "no optimizer step of its runs was observed" in blessed.stderr
+    assert not (project / ".repro-gate" / "golden").exists()
 
     (project / "log.sh").write_text("echo trained > log.txt\n")
     assert_probe_not_loaded(check(project, "--no-cost", "--", "sh", "log.sh"),

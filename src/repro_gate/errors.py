@@ -44,7 +44,8 @@ EXIT_ERROR = 2
 # The gate refused to run at all (a fork's code on a machine it must not reach): not a broken
 # input the author can fix, so a workflow can tell it from an error.
 EXIT_REFUSED = 3
-# `repro-gate bless` refused a manifest whose runs did not reproduce: nothing to bless.
+# `repro-gate bless` refused a manifest whose runs did not reproduce, or whose steps were not
+# observed: nothing to bless.
 EXIT_NOT_BLESSABLE = 4
 
 # The 403 message of a token that may not write (e.g. in a pull request from a fork).
@@ -79,8 +80,8 @@ class ErrorKind(StrEnum):
     TIMEOUT = "timeout"  # a run took longer than allowed
     RUN_FAILED = "run_failed"  # a run exited non-zero
     PROBE_FAILED = "probe_failed"  # the probe inside a run could not record
-    # the probe never loaded (python -I/-S, a cleared PYTHONPATH, no Python) and no artifacts
-    # were compared: nothing was observed
+    # the probe never loaded (python -I/-S, a cleared PYTHONPATH, env -i) in a Python training,
+    # or in any training with no artifacts compared: nothing decides
     PROBE_NOT_LOADED = "probe_not_loaded"
     # the resume check: run R wrote no checkpoint at or after `resume.after` before it ended
     NO_CHECKPOINT = "no_checkpoint"

@@ -1,5 +1,6 @@
 """`repro-gate bless`: a passing gate's manifest made into the golden file of its machine class,
-read back from run A's directory; a manifest whose runs did not reproduce is refused."""
+read back from run A's directory; a manifest whose runs did not reproduce, or whose steps were
+not observed, is refused."""
 
 from __future__ import annotations
 
@@ -103,6 +104,29 @@ def test_a_gate_without_a_run_has_nothing_to_bless() -> None:
     assert not_blessable(record) == "its gate recorded no run to bless"
     without_fingerprint = {"verdict": "pass", "reasons": [], "runs": [{}]}
     assert not_blessable(without_fingerprint) == "its gate recorded no run to bless"
+
+
+@pytest.mark.parametrize("run", [
+    {"steps": 0},  # an older manifest, without `evidence`
+    {"steps": 4, "evidence": {"probe_loaded": False, "steps_observed": False}},
+])
+def test_a_gate_whose_steps_were_not_observed_is_refused(tmp_path: Path,
+                                                         run: dict[str, Any]) -> None:
+    path = manifest(tmp_path)
+    record = json.loads(path.read_text())
+    record["runs"][0]["steps"] = run["steps"]
+    if "evidence" in run:
+        record["evidence"] = run["evidence"]
+    path.write_text(json.dumps(record))
+
+    with pytest.raises(NotBlessable) as refused:
+        bless(Config(workdir=tmp_path, output_dir=tmp_path / "out"), path)
+
+    assert refused.value.exit_code == EXIT_NOT_BLESSABLE
+    assert str(refused.value) == (
+        f"{path}: no optimizer step of its runs was observed (a verdict from the artifacts"
+        " alone), and a golden trajectory is run A's steps; nothing blessed")
+    assert not (tmp_path / ".repro-gate").exists()
 
 
 def test_an_artifact_gone_from_the_run_directory_says_to_run_again(tmp_path: Path) -> None:

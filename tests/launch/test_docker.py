@@ -15,6 +15,7 @@ from repro_gate.errors import ErrorKind, GateError
 from repro_gate.launch.base import PythonEnvironment, RunSpec
 from repro_gate.launch.docker import DockerLauncher, connect, device_requests, image_record
 from repro_gate.launch.host_paths import PathTranslator
+from repro_gate.launch.shell_assignments import GATE_PYTHONPATH
 from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
 
 # A client object that is never asked anything: its daemon does not exist.
@@ -83,6 +84,7 @@ def test_only_allowed_variables_of_the_gate_reach_the_container(tmp_path: Path) 
     assert env == {"HF_TOKEN": "hf_x", "REPRO_GATE_MODE": "deterministic",
                    ENV_RUN_DIR: str(tmp_path / "A"),
                    "PYTHONPATH": "/repro-gate/python-path/0:/app",
+                   GATE_PYTHONPATH: "/repro-gate/python-path/0",
                    ENV_REFERENCE_TRAJECTORY: str(tmp_path / "A0"),
                    "PYTHONUNBUFFERED": "1", "HOME": "/tmp"}
 

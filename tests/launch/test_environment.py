@@ -10,6 +10,7 @@ from typing import Any
 
 from repro_gate.launch.base import PythonEnvironment, RunSpec
 from repro_gate.launch.environment import build_environment
+from repro_gate.launch.shell_assignments import GATE_PYTHONPATH
 from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
 
 BASE = {"PATH": "/usr/bin", "HOME": "/home/u", "GITHUB_TOKEN": "ghs_secret_value",
@@ -41,6 +42,9 @@ def test_the_run_directory_and_the_probe_come_first_on_pythonpath(tmp_path: Path
     assert env[ENV_RUN_DIR] == str(tmp_path / "runs" / "A")
     assert env["PYTHONPATH"].split(os.pathsep) == [
         str(tmp_path / "inject"), str(tmp_path / "reference"), "/user/lib"]
+    # The gate's folders alone, for a command string's own PYTHONPATH assignments.
+    assert env[GATE_PYTHONPATH].split(os.pathsep) == [
+        str(tmp_path / "inject"), str(tmp_path / "reference")]
 
 
 def test_only_a_fail_fast_run_sees_a_reference_trajectory(tmp_path: Path) -> None:

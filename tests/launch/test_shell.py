@@ -45,6 +45,16 @@ def test_a_program_the_shell_cannot_find_is_named_with_the_shells_message(
                              " (the shell said: /bin/sh: 1: trian.py: not found; run A)")
 
 
+def test_a_missing_program_is_named_as_written_after_a_pythonpath_prefix(tmp_path: Path) -> None:
+    argv = shell_argv("PYTHONPATH=lib trian.py")
+
+    error = shell_failure(argv, NOT_FOUND, tmp_path / "no-log", "run A")
+
+    assert argv[2] != "PYTHONPATH=lib trian.py"  # the gate's folders go in front of lib
+    assert error is not None
+    assert error.message.startswith("command not found: PYTHONPATH=lib trian.py (")
+
+
 def test_a_program_that_is_not_executable_and_a_silent_shell_are_described(
     tmp_path: Path,
 ) -> None:

@@ -84,7 +84,7 @@ def _run_gate(
         localise(config, launcher, state, comparison,
                  lambda spec: _execute(config, launcher, spec, sink_for))
         if not state.strict_stop:
-            state.evidence = evidence.gather(config.command, deterministic(state.records))
+            state.evidence = evidence.gather(config, deterministic(state.records))
             evidence.check(state.evidence, comparison)
             check_something_compared(comparison)
         if config.resume is not None:
@@ -227,7 +227,7 @@ def execute_runs(
         record = _execute(config, launcher, spec, sink_for)
         state.records.append(record)
         _check_run(record, state, config.timeout)
-        evidence.check_run(record, config.command)
+        evidence.check_run(config, record)
         if state.strict_stop or record.stopped == "divergence":
             return
     if not config.cost.enabled:

@@ -175,11 +175,13 @@ CANDIDATE_STATUSES = ("no_golden", "changed", "within_tolerance")
 def compare_golden(config: Config, state: GateState, comparison: Comparison,
                    sections: dict[str, Any]) -> None:
     """Run A against its golden trajectory, once runs A and B agree (`comparison.golden`; None
-    when the gate ended in an error or the runs differ)."""
+    when the gate ended in an error, the runs differ or none of their steps was observed)."""
     comparison["golden"] = None
     runs = deterministic(state.records)
+    # A golden trajectory is run A's steps: none observed, nothing to compare or to bless.
+    unobserved = state.evidence is not None and not state.evidence.steps_observed
     if (state.error is not None or state.strict_stop or not runs or "fingerprint" not in sections
-            or not config.golden.path or verdict.failures(comparison, [])):
+            or not config.golden.path or verdict.failures(comparison, []) or unobserved):
         return
     first = runs[0]
     run = RunData(first.trajectory, sections["fingerprint"],

@@ -112,9 +112,11 @@ class RunRecord:
 def command_argv(config: Config, launcher: Launcher) -> tuple[list[str], list[Path]]:
     """The command to run and the extra PYTHONPATH entries it needs (the reference's directory).
 
-    A command string runs through the shell, as the user wrote it; an argv list runs as is. The
-    reference trains `reference.steps` in every run, the cost run included: like any training,
-    the cost run is the training as written, and one too short to time says so.
+    A command string runs through the shell, as the user wrote it but for its own PYTHONPATH
+    assignments, which keep the gate's folders in front (launch/shell_assignments.py); an argv
+    list runs as is. The reference trains `reference.steps` in every run, the cost run
+    included: like any training, the cost run is the training as written, and one too short
+    to time says so.
     """
     if isinstance(config.command, str):
         return shell_argv(config.command), []

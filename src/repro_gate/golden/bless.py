@@ -1,7 +1,8 @@
 """`repro-gate bless`: the golden file of a passing gate's machine class, from its manifest.
 
 A manifest whose runs did not reproduce is refused: only a failure of the numerics against the
-golden trajectory (or of the cost budget) leaves the runs worth blessing.
+golden trajectory (or of the cost budget) leaves the runs worth blessing. So is one whose steps
+were not observed (a verdict from the artifacts alone): a golden trajectory is run A's steps.
 """
 
 from __future__ import annotations
@@ -61,8 +62,17 @@ def not_blessable(record: dict[str, Any]) -> str | None:
                                        and codes <= BLESSABLE_FAILURES):
         if not record.get("runs") or "fingerprint" not in record:
             return "its gate recorded no run to bless"
+        if not _steps_observed(record):
+            return ("no optimizer step of its runs was observed (a verdict from the artifacts"
+                    " alone), and a golden trajectory is run A's steps")
         return None
     return f"its runs did not reproduce (verdict {record['verdict']}: {', '.join(sorted(codes))})"
+
+
+def _steps_observed(record: dict[str, Any]) -> bool:
+    """Whether the probe recorded run A's steps (older manifests have no `evidence`)."""
+    evidence = record.get("evidence") or {}
+    return evidence.get("steps_observed") is not False and record["runs"][0].get("steps") != 0
 
 
 def run_data(record: dict[str, Any]) -> document.RunData:

@@ -33,6 +33,7 @@ from repro_gate.launch.base import LineSink, RunOutcome, RunSpec
 from repro_gate.launch.docker_mounts import container_argv_item, default_user, make_writable_for
 from repro_gate.launch.docker_shell import check_shell
 from repro_gate.launch.host_paths import PathTranslator
+from repro_gate.launch.shell_assignments import GATE_PYTHONPATH
 from repro_gate.launch.stream import OutputPump, open_log
 from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
 
@@ -288,6 +289,7 @@ class DockerLauncher:
         env[ENV_RUN_DIR] = str(spec.run_dir)
         image_pythonpath = _image_env(image).get("PYTHONPATH")
         env["PYTHONPATH"] = os.pathsep.join([*python_path, *filter(None, [image_pythonpath])])
+        env[GATE_PYTHONPATH] = os.pathsep.join(python_path)  # for the command's own PYTHONPATH
         if spec.reference_trajectory is not None:
             env[ENV_REFERENCE_TRAJECTORY] = str(spec.reference_trajectory)
         env["PYTHONUNBUFFERED"] = "1"

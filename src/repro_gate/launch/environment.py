@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from repro_gate.credentials import without_credentials
 from repro_gate.launch.base import RunSpec
+from repro_gate.launch.shell_assignments import GATE_PYTHONPATH
 from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
 
 
@@ -20,6 +21,7 @@ def build_environment(base: Mapping[str, str], spec: RunSpec) -> dict[str, str]:
     env.update(spec.env)
     env[ENV_RUN_DIR] = str(spec.run_dir)
     paths = [str(p) for p in spec.python_path]
+    env[GATE_PYTHONPATH] = os.pathsep.join(paths)  # for the command's own PYTHONPATH
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)

@@ -3,7 +3,8 @@
 A run's argv is a command string when it is `[/bin/sh, -c, TEXT]`. When the shell cannot find
 (exit code 127) or execute (126) a program, the run ends with that code and the shell's message
 as the last line of its log; `shell_failure` turns that into the one-line error of a missing
-command, as for an argv whose program is missing.
+command, as for an argv whose program is missing. The text runs with the gate's folders put in
+front of its own `PYTHONPATH` assignments (`shell_assignments.py`), so the probe still loads.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from repro_gate.errors import ErrorKind, GateError, one_line
+from repro_gate.launch.shell_assignments import as_written, keep_gate_path
 
 SHELL = "/bin/sh"
 # POSIX shells exit with these when the program of a command is missing or not executable.
@@ -22,8 +24,9 @@ TAIL_BYTES = 4096
 
 
 def shell_argv(text: str) -> list[str]:
-    """The argv that runs the command string `text`."""
-    return [SHELL, "-c", text]
+    """The argv that runs the command string `text`, its PYTHONPATH assignments keeping the
+    gate's folders in front."""
+    return [SHELL, "-c", keep_gate_path(text)]
 
 
 def shell_text(argv: Sequence[str]) -> str | None:
@@ -44,7 +47,7 @@ def shell_failure(
     problem = "command not found" if exit_code == NOT_FOUND else "command is not executable"
     said = last_line(log_path)
     reason = f"the shell said: {said}" if said else f"{SHELL} exited with code {exit_code}"
-    command = one_line(" ".join(text.split()))  # a multi-line string, on one line
+    command = one_line(" ".join(as_written(text).split()))  # a multi-line string, on one line
     return GateError(f"{problem}: {command} ({reason}; {where})",
                      kind=ErrorKind.COMMAND_NOT_FOUND)
 

@@ -21,7 +21,8 @@ def add_parser(subparsers: Any, name: str) -> None:
         help="write the golden trajectory of this machine class from a passing gate",
         description="Write (or update) the golden file of the manifest's machine class: the file"
         " `golden` names, or <class>.json in its folder (default .repro-gate/golden/). Exit 0"
-        " when written, 4 when the manifest's runs did not reproduce, 2 on bad input.",
+        " when written, 4 when the manifest's runs did not reproduce or none of their steps was"
+        " observed, 2 on bad input.",
     )
     parser.add_argument("--manifest", type=Path,
                         help="manifest.json of a passing gate (default: the last gate's, in the"

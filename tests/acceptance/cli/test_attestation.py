@@ -21,6 +21,7 @@ from helpers.gate_cli import check
 
 from repro_gate import validation
 from repro_gate.attestation.predicate import PREDICATE_TYPE, SCHEMA_NAME
+from repro_gate.cli.main import main
 from repro_gate.gate.training_run import REFERENCE_DIR, REFERENCE_MODULE
 
 OUTPUT = "repro-gate-out"
@@ -93,8 +94,16 @@ def test_the_envelope_checks_out_with_the_dsse_protocol_and_the_public_key(
                   dsse_pae(envelope["payloadType"], payload), ec.ECDSA(hashes.SHA256()))
 
 
+def verify(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """`repro-gate verify ARGS` through the command line's entry point, in this process: the
+    checks need no process of their own (the gate and the bare training have theirs)."""
+    code = main(["verify", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
 def test_verify_accepts_a_bare_runs_identical_checkpoint(
-    attested: Attested, tmp_path: Path
+    attested: Attested, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The reference training run by hand, without the gate, saves the checkpoint it attested."""
     reference = json.loads((attested.output_dir / "manifest.json").read_text())["config"]
@@ -104,41 +113,38 @@ def test_verify_accepts_a_bare_runs_identical_checkpoint(
         env={**os.environ, "PYTHONPATH": str(REFERENCE_DIR)}, capture_output=True, text=True,
         timeout=120, check=False)
     assert bare.returncode == 0, bare.stderr
+    model = tmp_path / "model.pt"
 
-    done = repro_gate(tmp_path, "verify", "--attestation", str(attested.envelope),
-                      "--key", str(attested.keys.public), "model.pt")
+    code, out, err = verify(capsys, "--attestation", str(attested.envelope),
+                            "--key", str(attested.keys.public), str(model))
 
-    assert done.returncode == 0, done.stdout + done.stderr
-    digest = sha256((tmp_path / "model.pt").read_bytes())
-    assert done.stdout == f"model.pt: attested as model.pt (sha256 {digest})\n"
+    assert code == 0, out + err
+    assert out == f"{model}: attested as model.pt (sha256 {sha256(model.read_bytes())})\n"
 
 
 def test_verify_refuses_a_flipped_byte_another_key_and_an_edited_payload(
-    attested: Attested, tmp_path: Path
+    attested: Attested, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    model = (attested.output_dir / "runs" / "A" / "model.pt").read_bytes()
+    genuine = attested.output_dir / "runs" / "A" / "model.pt"
+    model = genuine.read_bytes()
     flipped = tmp_path / "model.pt"
     flipped.write_bytes(model[:-1] + bytes([model[-1] ^ 0x01]))
     other = write_keys(tmp_path / "other", "ed25519")
     document = json.loads(attested.envelope.read_text())
     statement = json.loads(base64.b64decode(document["payload"]))
-    statement["predicate"]["verdict"] = "pass"
     statement["subject"][0]["digest"]["sha256"] = sha256(flipped.read_bytes())
     document["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
     edited = tmp_path / "edited.dsse.json"
     edited.write_text(json.dumps(document))
-    genuine = str(attested.output_dir / "runs" / "A" / "model.pt")
+    key = str(attested.keys.public)
 
-    byte = repro_gate(tmp_path, "verify", "--attestation", str(attested.envelope),
-                      "--key", str(attested.keys.public), str(flipped))
-    key = repro_gate(tmp_path, "verify", "--attestation", str(attested.envelope),
-                     "--key", str(other.public), genuine)
-    payload = repro_gate(tmp_path, "verify", "--attestation", str(edited),
-                         "--key", str(attested.keys.public), str(flipped))
+    byte = verify(capsys, "--attestation", str(attested.envelope), "--key", key, str(flipped))
+    other_key = verify(capsys, "--attestation", str(attested.envelope),
+                       "--key", str(other.public), str(genuine))
+    payload = verify(capsys, "--attestation", str(edited), "--key", key, str(flipped))
 
-    assert (byte.returncode, key.returncode, payload.returncode) == (1, 1, 1)
-    assert byte.stderr == (f"repro-gate: verify: {flipped}: sha256"
-                           f" {sha256(flipped.read_bytes())} is not attested by"
-                           f" {attested.envelope}\n")
-    assert "bad signature" in key.stderr and "bad signature" in payload.stderr
-    assert key.stdout == payload.stdout == ""
+    assert (byte[0], other_key[0], payload[0]) == (1, 1, 1)
+    assert byte[2] == (f"repro-gate: verify: {flipped}: sha256 {sha256(flipped.read_bytes())}"
+                       f" is not attested by {attested.envelope}\n")
+    assert "bad signature" in other_key[2] and "bad signature" in payload[2]
+    assert byte[1] == other_key[1] == payload[1] == ""

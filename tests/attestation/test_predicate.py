@@ -3,9 +3,11 @@ the golden and resume results in short, and a manifest's facts kept as text."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from helpers.attestation_docs import gate_document
+from helpers.paths import ROOT
 
 from repro_gate import validation
 from repro_gate.attestation import predicate
@@ -48,3 +50,15 @@ def test_an_image_known_by_its_id_alone_gives_that_digest() -> None:
 
     assert predicate.image_digest(image) == "sha256:" + "cd" * 32
     assert predicate.image_digest({"reference": None, "id": None, "repo_digests": []}) is None
+
+
+def test_the_type_uri_in_the_docs_and_the_schema_is_the_codes() -> None:
+    """The URI is defined once in code; the docs and the schema that name it must agree."""
+    named_in = [ROOT / "docs/attestation.md", ROOT / "action.yml",
+                ROOT / "src/repro_gate/schemas/reproducibility-predicate.schema.json",
+                *sorted((ROOT / "examples").rglob("*.yml"))]
+    for path in named_in:
+        text = path.read_text(encoding="utf-8")
+        named = set(re.findall(r"https://repro-gate\.dev/[\w/.-]+", text))
+        assert named <= {predicate.PREDICATE_TYPE}, path
+    assert predicate.PREDICATE_TYPE in (ROOT / "docs/attestation.md").read_text(encoding="utf-8")

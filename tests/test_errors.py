@@ -11,11 +11,14 @@ from repro_gate import validation
 from repro_gate.cli.main import main
 from repro_gate.errors import (
     EXIT_ERROR,
+    EXIT_NOT_ATTESTABLE,
+    AttestationError,
     ConfigError,
     ErrorKind,
     GateError,
     GitHubError,
     MissingDependencyError,
+    NotAttestableError,
     PublishError,
     PushError,
     ReportInputError,
@@ -78,6 +81,11 @@ def test_the_fixed_kinds_of_the_subclasses() -> None:
     assert ConfigError("bad").kind is ErrorKind.CONFIG
     assert MissingDependencyError("x", "pip install y").kind is ErrorKind.MISSING_DEPENDENCY
     assert ReportInputError("no token").kind is ErrorKind.REPORT_INPUT
+    assert AttestationError("bad key").kind is ErrorKind.ATTESTATION
+    assert AttestationError("bad key").exit_code == EXIT_ERROR
+    # A failed gate's statement is refused with an exit code of its own, not as bad input.
+    assert NotAttestableError("failed gate").kind is ErrorKind.ATTESTATION
+    assert NotAttestableError("failed gate").exit_code == EXIT_NOT_ATTESTABLE == 5
 
 
 def test_every_error_of_the_product_is_a_repro_gate_error() -> None:

@@ -382,6 +382,8 @@ def test_jobs_get_only_the_permissions_they_use() -> None:
         "prepare": {"contents": "read"},
         "image": {"contents": "read", "packages": "write", "id-token": "write",
                   "attestations": "write"},
+        "package": {"contents": "read"},
+        "pypi": {"id-token": "write"},
         "release": {"contents": "write"},
     }
     ci_jobs = workflow("ci.yml")["jobs"]
@@ -407,6 +409,27 @@ def test_a_release_is_one_version_tag_push() -> None:
     attest = next(s for s in image if s.get("uses", "").startswith("actions/attest-build-"))
     assert attest["with"]["subject-digest"] == "${{ steps.build.outputs.digest }}"
     assert attest["with"]["push-to-registry"] is True
+
+
+def test_the_package_is_built_once_and_published_by_trusted_publishing() -> None:
+    jobs = workflow("release.yml")["jobs"]
+    publish = next(s for s in jobs["pypi"]["steps"]
+                   if s.get("uses", "").startswith("pypa/gh-action-pypi-publish@"))
+
+    assert "-m build --outdir dist ." in "".join(s.get("run", "") for s in jobs["package"]["steps"])
+    assert jobs["pypi"]["environment"]["name"] == "pypi"
+    assert "password" not in publish["with"] and publish["with"]["attestations"] is True
+    assert "pypi" in jobs["release"]["needs"]
+    notes = next(s for s in jobs["release"]["steps"] if s.get("name", "").startswith("GitHub"))
+    assert 'pip install "repro-gate==$VERSION"' in notes["run"]
+
+
+def test_the_examples_pin_the_version_the_release_publishes() -> None:
+    version = release.tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    pins = {match for path in sorted((ROOT / "examples").rglob("*.yml"))
+            for match in re.findall(r"repro-gate(?:\[[\w,]+\])?==([\w.]+)", path.read_text())}
+
+    assert pins == {version}
 
 
 def test_ci_runs_the_action_itself_with_inputs_it_declares() -> None:

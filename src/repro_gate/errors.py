@@ -6,7 +6,9 @@
     │   ├── MissingDependencyError kind `missing_dependency`
     │   ├── ReportInputError       kind `report_input`
     │   ├── GitFailedError         kind `git_failed`
-    │   └── ForkRefusedError       kind `fork_pull_request`, exit code 3
+    │   ├── ForkRefusedError       kind `fork_pull_request`, exit code 3
+    │   └── AttestationError       kind `attestation`: a statement, envelope or key is unusable
+    │       └── NotAttestableError a failed gate's statement, refused for signing: exit code 5
     └── PublishError               publishing a verdict failed; it never changes the verdict
         ├── PushError              a Pushgateway push attempt
         └── GitHubError            a GitHub API request
@@ -47,6 +49,8 @@ EXIT_REFUSED = 3
 # `repro-gate bless` refused a manifest whose runs did not reproduce, or whose steps were not
 # observed: nothing to bless.
 EXIT_NOT_BLESSABLE = 4
+# `repro-gate attest` refused a failed gate's statement (without --allow-fail): nothing signed.
+EXIT_NOT_ATTESTABLE = 5
 
 # The 403 message of a token that may not write (e.g. in a pull request from a fork).
 READ_ONLY_MESSAGE = "Resource not accessible by integration"
@@ -68,6 +72,8 @@ class ErrorKind(StrEnum):
     OUTPUT_DIR = "output_dir"  # the output directory is not writable
     METRICS_CONFIG = "metrics_config"  # `push`: no usable Pushgateway configuration
     REPORT_INPUT = "report_input"  # `report`: the manifest or the target is wrong
+    # `attest`, `verify`: a statement, envelope or key is missing, unreadable or not as expected
+    ATTESTATION = "attestation"
     # manifests
     MANIFEST_MISSING = "manifest_missing"
     MANIFEST_INVALID = "manifest_invalid"
@@ -166,6 +172,19 @@ class ForkRefusedError(GateError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, kind=ErrorKind.FORK_PULL_REQUEST)
+
+
+class AttestationError(GateError):
+    """A statement, envelope or key that `attest` or `verify` cannot use (exit code 2)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind=ErrorKind.ATTESTATION)
+
+
+class NotAttestableError(AttestationError):
+    """A failed gate's statement: `attest` signs it only when told to (its own exit code)."""
+
+    exit_code = EXIT_NOT_ATTESTABLE
 
 
 class PublishError(ReproGateError):

@@ -12,6 +12,7 @@ from typing import Any
 from repro_gate import __version__
 from repro_gate.cli.commands import (
     action,
+    attest,
     bless,
     calibrate,
     check,
@@ -23,6 +24,7 @@ from repro_gate.cli.commands import (
     report,
     runner,
     upgrade,
+    verify,
 )
 from repro_gate.cli.parser import Parser, parse
 from repro_gate.errors import EXIT_ERROR, GateError, one_line, printable
@@ -43,6 +45,8 @@ COMMANDS: dict[str, tuple[AddParser, Handler]] = {
     "doctor": (doctor.add_parser, doctor.run),
     "report": (report.add_parser, report.run),
     "push": (push.add_parser, push.run),
+    "attest": (attest.add_parser, attest.run),
+    "verify": (verify.add_parser, verify.run),
     "action": (action.add_parser, action.run),
     "runner": (runner.add_parser, runner.run),
 }

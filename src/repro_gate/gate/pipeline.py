@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from repro_gate import fingerprint, manifest, notices
+from repro_gate.attestation import statement as attestation
 from repro_gate.compare.document import Comparison
 from repro_gate.compare.run_pair import check_something_compared, compare_runs, empty_comparison
 from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
@@ -101,6 +102,7 @@ def _run_gate(
     with progress.watching_phase("hashing the artifacts for the manifest"):
         document = assemble(config, state, comparison, started_at, time.monotonic() - started)
     path = _write(document, config.output_dir, state)
+    attestation.write_beside(document, config.output_dir)  # a verdict's in-toto Statement
     document.update(publisher.finished(document, path))
     if path is not None:
         path = _rewrite(document, config.output_dir) or path

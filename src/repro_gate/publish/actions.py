@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from repro_gate.credentials import credential_values
 from repro_gate.errors import printable
+from repro_gate.publish import attest_outputs
 from repro_gate.render import cost_text
 from repro_gate.render.diagnosis import explain, headline
 from repro_gate.render.markdown import summary_markdown
@@ -299,6 +300,7 @@ def publish(
     path = manifest_path if manifest_path is not None else default_manifest_path(manifest)
     steps: tuple[Callable[[], object], ...] = (
         lambda: set_outputs(outputs_for(manifest, path), env),
+        lambda: set_outputs(attest_outputs.outputs_for(manifest, env), env),
         lambda: write_summary(summary_markdown(manifest), env),
         lambda: emit_all(_annotations(manifest, workspace_root(env)), stream),
     )

@@ -108,6 +108,10 @@ def test_the_manifest_of_a_real_check(gate_output: Path) -> None:
     validate("manifest.schema.json", gate_output / "manifest.json")
 
 
+def test_the_attestation_predicate_of_a_real_check(gate_output: Path) -> None:
+    validate("reproducibility-predicate.schema.json", gate_output / "predicate.json")
+
+
 def test_plain_jsonschema_resolves_the_files_too(gate_output: Path) -> None:
     """The recipe in schemas/README.md: a registry that reads sibling files, nothing else."""
     folder = ROOT / SCHEMAS

@@ -3,6 +3,7 @@ a Docker action, starting the training as sibling containers through the Docker 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -11,6 +12,8 @@ import pytest
 import yaml
 from helpers.docker_fixtures import GateContainers, PinnedImage
 from helpers.github_env import read_outputs
+
+from repro_gate.attestation.predicate import PREDICATE_TYPE
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -69,6 +72,7 @@ def test_action_runs_the_gate_in_sibling_containers(
         "INPUT_TIMEOUT": "120",
         "INPUT_GITHUB-TOKEN": TOKEN,
         "INPUT_CONFIG": "",
+        "INPUT_ATTEST": "true",
         "GITHUB_TOKEN": TOKEN,
         "ACTIONS_RUNTIME_TOKEN": "runtime-SECRET",
         "GITHUB_ACTIONS": "true",
@@ -96,6 +100,15 @@ def test_action_runs_the_gate_in_sibling_containers(
     assert outputs["verdict"] == "pass"
     assert outputs["manifest-path"] == "/github/workspace/repro-gate-out/manifest.json"
     assert outputs["first-divergent-step"] == ""
+    # attest: true: actions/attest's inputs, relative to the workspace the next step runs in.
+    assert outputs["predicate-path"] == "repro-gate-out/predicate.json"
+    assert outputs["predicate-type"] == PREDICATE_TYPE
+    [subject] = outputs["subject-path"].splitlines()
+    assert subject.startswith("repro-gate-out/runs/A/") and subject.endswith("/metrics.json")
+    statement = json.loads((workspace / "repro-gate-out" / "attestation.intoto.json").read_text())
+    assert statement["subject"] == [{"name": "metrics.json", "digest": {
+        "sha256": hashlib.sha256((workspace / subject).read_bytes()).hexdigest()}}]
+    assert statement["predicate"]["launcher"] == "docker"
     summary = (file_commands / "step_summary_1").read_text()
     assert summary.splitlines()[0].startswith(f"### ✅ {gate_containers.gate}:")
     assert "**Verdict:** pass" in summary

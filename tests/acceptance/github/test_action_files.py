@@ -53,6 +53,7 @@ def test_action_declares_what_the_entrypoint_reads_and_writes() -> None:
     assert set(action["outputs"]) == {
         "verdict", "cost-pct", "cost-status", "config-hash", "manifest-path",
         "first-divergent-step", "upgrade-verdict", "upgrade-report", "culprits",
+        "subject-path", "predicate-type", "predicate-path",
     }
 
 

@@ -97,6 +97,21 @@ def test_a_bad_mode_is_published_to_the_step_after_masking_the_token(
     assert manifest["reasons"] == [{"code": "config", "message": raised.value.message}]
 
 
+def test_an_attest_input_other_than_true_or_false_is_refused_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    environ = {"INPUT_ATTEST": "yes", "INPUT_OUTPUT-DIR": "out", "GITHUB_ACTIONS": "true",
+               "GITHUB_OUTPUT": str(tmp_path / "github_output")}
+
+    with pytest.raises(ConfigError) as raised:
+        action(environ)
+
+    assert raised.value.message == "input attest: must be true or false, got 'yes'"
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert (manifest["verdict"], manifest["runs"]) == ("error", [])
+
+
 def test_the_upgrade_candidate_comes_from_the_inputs(tmp_path: Path) -> None:
     config = config_in(tmp_path, "python train.py")
 

@@ -29,7 +29,7 @@ from repro_gate.environments import find_lock
 from repro_gate.errors import ConfigError, ErrorKind, GateError
 from repro_gate.gate.pipeline import configuration_error, run_gate
 from repro_gate.launch import launcher_for
-from repro_gate.publish import actions
+from repro_gate.publish import actions, attest_outputs
 from repro_gate.publish.github.event import PULL_REQUEST_EVENTS, read_event_payload
 from repro_gate.render import console
 from repro_gate.upgrade import UpgradeRequest
@@ -68,6 +68,7 @@ def action(environ: Mapping[str, str]) -> int:
         mode = overrides.action_input(environ, "mode") or MODES[0]
         if mode not in MODES:
             raise ConfigError(f"input mode: must be check or upgrade, got {mode!r}")
+        attest_outputs.requested(environ)  # a bad value stops the gate before any run
     config_path = Path(value) if (value := overrides.action_input(environ, "config")) else None
     effective = session.configure(
         lambda: config.load(config_path, overrides.from_action_inputs(environ), Path.cwd()))

@@ -30,7 +30,7 @@ KEYS: tuple[ConfigKey, ...] = (*run.KEYS, *golden.KEYS, *cost.KEYS, *resume.KEYS
                                *reporting.KEYS, *upgrade.KEYS)
 
 # The inputs of action.yml that are not configuration keys: they choose the config file, the
-# mode and the upgrade's candidate, or carry the token.
+# mode and the upgrade's candidate, carry the token, or ask for the attestation's outputs.
 ACTION_ONLY: tuple[ActionOnlyInput, ...] = (
     ActionOnlyInput("config",
                     "Path of the config file (default .repro-gate.yml in the workspace, if"
@@ -46,6 +46,16 @@ ACTION_ONLY: tuple[ActionOnlyInput, ...] = (
                     " dependency-upgrade check, see [Upgrade mode](#upgrade-mode). Anything else"
                     " is a configuration error (exit code 2).",
                     "check", Scope.GATE, first=False),
+    ActionOnlyInput("attest",
+                    "true sets the outputs subject-path, predicate-type and predicate-path for"
+                    " actions/attest, which signs the gate's reproducibility statement with the"
+                    " workflow's identity (empty when the gate ended in error).",
+                    "`true`: set the outputs `subject-path`, `predicate-type` and"
+                    " `predicate-path` for `actions/attest`, which signs the gate's"
+                    " reproducibility statement with the workflow's identity"
+                    " ([docs/attestation.md](attestation.md#keyless-in-github-actions)); empty"
+                    " when the gate ended in error. Default `false`.",
+                    '"false"', Scope.GATE, first=False),
     ActionOnlyInput("github-token",
                     "Token for the check run, commit status and pull-request comment. It never"
                     " reaches the training container.",

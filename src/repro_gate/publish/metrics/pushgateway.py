@@ -19,7 +19,12 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import requests
-from prometheus_client.exposition import basic_auth_handler, default_handler, push_to_gateway
+from prometheus_client.exposition import (
+    basic_auth_handler,
+    default_handler,
+    push_to_gateway,
+    pushadd_to_gateway,
+)
 
 from repro_gate import credentials, notices
 from repro_gate.config import MetricsConfig
@@ -57,6 +62,7 @@ COUNTER_NAMES = (
     sli.CHECKPOINT_MATCHES + "_total",
     sli.COST_BUDGET_FAILURES + "_total",
     sli.NUMERICS_CHANGED + "_total",
+    sli.ATTESTATIONS + "_total",
 )
 
 
@@ -311,6 +317,16 @@ def read_group(target: Target, deadline: Deadline) -> sli.GroupState | None:
 
 def put_group(target: Target, families: list[Any], deadline: Deadline) -> None:
     """Replace the whole group with `families` (HTTP PUT)."""
+    _send(push_to_gateway, target, families, deadline)
+
+
+def post_families(target: Target, families: list[Any], deadline: Deadline) -> None:
+    """Replace only the metrics of `families` in the group, the others kept (HTTP POST)."""
+    _send(pushadd_to_gateway, target, families, deadline)
+
+
+def _send(send: Callable[..., None], target: Target, families: list[Any], deadline: Deadline
+          ) -> None:
     timeout = _request_timeout(deadline)
     handler: Callable[..., Callable[[], None]] = default_handler
     if target.username:
@@ -321,7 +337,7 @@ def put_group(target: Target, families: list[Any], deadline: Deadline) -> None:
             return basic_auth_handler(url, method, timeout, headers, data, username, password)
 
     try:
-        push_to_gateway(
+        send(
             target.url,
             job=target.job,
             registry=sli.registry(families),

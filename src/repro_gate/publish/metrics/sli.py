@@ -45,6 +45,8 @@ COST_BUDGET_FAILURES = "repro_gate_cost_budget_failures"
 # Runs whose numbers changed against the golden trajectory, by what the gate blamed.
 NUMERICS_CHANGED = "repro_gate_numerics_changed"
 ATTRIBUTIONS = ("code", "environment", "unknown")
+# Statements signed by `repro-gate attest`: counted by its own push, carried by every gate's.
+ATTESTATIONS = "repro_gate_attestations"
 LAST_RUN = "repro_gate_last_run_timestamp_seconds"
 LAST_SUCCESS = "repro_gate_last_success_timestamp_seconds"
 
@@ -184,7 +186,16 @@ def counter_families(previous: GroupState, added: Increments | None) -> list[Met
         extra = added.numerics_changed.get(name, 0) if added else 0
         numerics.add_metric(
             [name], previous.get(NUMERICS_CHANGED + "_total", attribution=name) + extra)
-    return [runs, compared, matches, budget, numerics]
+    return [runs, compared, matches, budget, numerics,
+            attestation_family(previous.get(ATTESTATIONS + "_total"))]
+
+
+def attestation_family(value: float) -> Metric:
+    """The count of signed attestations: a gate's push carries it as it was, `attest` adds one."""
+    family = CounterMetricFamily(
+        ATTESTATIONS, "Gate statements signed by repro-gate attest (DSSE envelopes).")
+    family.add_metric([], value)
+    return family
 
 
 def gauge_families(manifest: dict[str, Any], previous: GroupState) -> list[Metric]:

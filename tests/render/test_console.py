@@ -32,14 +32,14 @@ def test_the_headline_and_the_reasons_come_first() -> None:
 
 def test_each_artifact_says_what_differs_first() -> None:
     report = lines(fixture())
-    start = report.index("  compared: 3 steps, 3 artifact comparisons (bitwise)")
+    start = report.index("    compared: 3 steps, 3 artifact comparisons (bitwise)")
     assert report[start + 1:start + 4] == [
-        "    checkpoints/model.safetensors: different: 2 tensors differ, first fc.weight (1931"
+        "      checkpoints/model.safetensors: different: 2 tensors differ, first fc.weight (1931"
         " elements, max abs diff 2.38e-07, max ULP 4)",
-        "    metrics.json: different: 1 keys differ, first final_loss",
-        "    vocab.txt: equal",
+        "      metrics.json: different: 1 keys differ, first final_loss",
+        "      vocab.txt: equal",
     ]
-    assert "  first divergence: step 3 (det-1 vs det-2): fc.weight, fc.bias" in report
+    assert "    first divergence: step 3 (det-1 vs det-2): fc.weight, fc.bias" in report
 
 
 def test_names_from_the_training_show_their_control_characters_as_escapes() -> None:
@@ -51,9 +51,9 @@ def test_names_from_the_training_show_their_control_characters_as_escapes() -> N
 
     report = lines(manifest, detail="Traceback\x1b[31m")
 
-    assert "    x\\n::notice title=repro-gate::PASS reproducible\\n: equal" in report
+    assert "      x\\n::notice title=repro-gate::PASS reproducible\\n: equal" in report
     assert "first fc.weight\\r\\x1b[2K (1931 elements" in "\n".join(report)
-    assert "  first divergence: step 3 (det-1 vs det-2): fc.weight, fc\\nbias" in report
+    assert "    first divergence: step 3 (det-1 vs det-2): fc.weight, fc\\nbias" in report
     assert "    | Traceback\\x1b[31m" in report
     assert not any(line.lstrip().startswith("::") for line in report)
     assert all(line.isprintable() for line in report)
@@ -64,8 +64,8 @@ def test_fields_left_out_by_compare_ignore_are_named_under_their_artifact() -> N
     manifest["comparison"]["artifacts"][1]["ignored"] = [
         {"key": f"k{i}", "differs": i == 0} for i in range(6)]
     report = lines(manifest)
-    at = report.index("    metrics.json: different: 1 keys differ, first final_loss")
-    assert report[at + 1] == "      ignored (compare.ignore): k0 (differs), k1, k2, k3 and 2 more"
+    at = report.index("      metrics.json: different: 1 keys differ, first final_loss")
+    assert report[at + 1] == "        ignored (compare.ignore): k0 (differs), k1, k2, k3 and 2 more"
 
 
 def test_a_multi_rank_divergence_names_its_rank() -> None:
@@ -73,8 +73,8 @@ def test_a_multi_rank_divergence_names_its_rank() -> None:
     manifest["comparison"]["trajectory"]["ranks"] = 4
     manifest["comparison"]["first_divergence"].update(rank=2, loss_differs=True)
     report = lines(manifest)
-    assert "  compared: 3 steps on each of 4 ranks, 3 artifact comparisons (bitwise)" in report
-    assert ("  first divergence: rank 2, step 3 (det-1 vs det-2): fc.weight, fc.bias"
+    assert "    compared: 3 steps on each of 4 ranks, 3 artifact comparisons (bitwise)" in report
+    assert ("    first divergence: rank 2, step 3 (det-1 vs det-2): fc.weight, fc.bias"
             " (loss differs too)") in report
 
 
@@ -163,7 +163,9 @@ def test_a_reproducible_run_whose_numerics_changed_says_both() -> None:
     manifest["reasons"].insert(0, {"code": "numerics_changed", "message": "golden: changed"})
     report = lines(manifest)
     assert report[0] == "repro-gate: FAIL: reproducible, but the numerics changed"
-    assert f"  {line}" in report
-    assert "  this run's golden file: out/golden/a10g.json" in report
+    # Under its own heading: the artifact lines of runs A and B are not read as the golden's.
+    at = report.index("  against the golden file:")
+    assert report[at + 1:at + 3] == [
+        f"    {line}", "    this run's golden file: out/golden/a10g.json"]
     manifest["reasons"][0]["message"] = line  # said among the reasons: not said twice
-    assert lines(manifest).count(f"  {line}") == 1
+    assert [entry.strip() for entry in lines(manifest)].count(line) == 1

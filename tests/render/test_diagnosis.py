@@ -108,7 +108,7 @@ def test_the_console_says_the_cause_in_its_first_lines(cause: str) -> None:
     lines = console.render(manifest, "out/manifest.json").splitlines()
     assert lines[0] == "repro-gate: FAIL: not reproducible"
     assert lines[1].strip().startswith(expected)
-    assert f"    cause: {cause}" in lines
+    assert f"      cause: {cause}" in lines
 
 
 @pytest.mark.parametrize("cause", list(CAUSES))
@@ -126,7 +126,7 @@ def test_check_run_summary_and_comment_say_the_cause(cause: str) -> None:
 
 def test_forward_names_the_module_everywhere() -> None:
     manifest = failing(cause="forward", **CAUSES["forward"][0])
-    assert "    module: body.1" in console.render(manifest, None).splitlines()
+    assert "      module: body.1" in console.render(manifest, None).splitlines()
     assert "- module: `body.1`" in markdown.summary_markdown(manifest)
     assert "- localisation: found (run L)" in markdown.comment_markdown(manifest)
 
@@ -172,8 +172,9 @@ def test_a_multi_rank_run_names_the_rank() -> None:
     assert sentence_of(manifest).startswith("rank 1's input differs at step 3 (runs det-1 and")
     assert "first divergence: rank 1, step 3" in console.render(manifest, None)
     assert markdown.title(manifest) == "not reproducible · input batch differs at step 3 on rank 1"
-    assert "**First divergence:** step 3 on rank 1" in markdown.summary_markdown(manifest)
-    assert "| First divergence | step 3 on rank 1 (fc.weight, fc.bias) |" in (
+    assert "**First divergence of runs A and B:** step 3 on rank 1" in (
+        markdown.summary_markdown(manifest))
+    assert "| First divergence (runs A and B) | step 3 on rank 1 (fc.weight, fc.bias) |" in (
         markdown.comment_markdown(manifest)
     )
     forward = failing(cause="forward", step=5, rank=1, module="body.1")
@@ -206,7 +207,7 @@ def test_fields_left_out_by_compare_ignore_show_in_every_report() -> None:
         {"key": "host", "differs": False},
     ]
     assert validation.errors("manifest", manifest) == []
-    assert "      ignored (compare.ignore): finished_at (differs), host" in (
+    assert "        ignored (compare.ignore): finished_at (differs), host" in (
         console.render(manifest, None)
     )
     detail = "1 of 2 keys differ: final_loss; not compared: finished_at (differs), host |"

@@ -58,7 +58,7 @@ def test_a_changed_loss_is_charted_step_by_step_with_its_first_divergence() -> N
     assert chart["steps"].split(", ") == ["1", "2", "3", "4", "5", "6"]
     values = [float(value) for value in chart["values"].split(", ")]
     assert len(values) == 6 and values[:5] == deltas[:5] and abs(values[5]) < 1e-6
-    assert "first divergence at step 3" in chart["title"]
+    assert "first divergence from it at step 3" in chart["title"]
 
 
 def test_tiny_differences_are_scaled_and_a_long_run_is_drawn_in_100_points() -> None:

@@ -78,7 +78,7 @@ def test_comment_is_compact_with_details_folded_and_a_hidden_marker(
     body = markdown.comment_markdown({**manifest, "reporting": {"run_url": "https://x/runs/1"}})
     html = rendered(body)
     table = html[html.index("<table>") : html.index("</table>")]
-    assert "<td>First divergence</td>\n<td>step 3 (fc.weight, fc.bias)</td>" in table
+    assert "<td>First divergence (runs A and B)</td>\n<td>step 3 (fc.weight, fc.bias)</td>" in table
     assert ("<td>Determinism cost</td>\n<td>+7.4% (95% interval +5.1% to +9.8%, 6 block pairs)"
             "</td>") in table
     assert '<a href="https://x/runs/1">workflow run</a>' in table
@@ -100,7 +100,8 @@ def test_summary_carries_divergence_artifacts_ops_fingerprint_checklist_and_diff
     monkeypatch.setenv("GITHUB_WORKSPACE", "/github/workspace")
     summary = markdown.summary_markdown(manifest)
     html = rendered(summary)
-    assert "<strong>First divergence:</strong> step 3, parameters fc.weight, fc.bias" in html
+    assert ("<strong>First divergence of runs A and B:</strong> step 3, parameters fc.weight,"
+            " fc.bias") in html
     assert "<td><code>checkpoints/model.safetensors</code></td>" in html
     assert "2 of 3 tensors differ, max abs diff 2.38e-07" in html
     assert "<td><code>model.py:88</code></td>" in html

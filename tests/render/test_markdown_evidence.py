@@ -41,15 +41,15 @@ def test_reasons_keep_their_codes() -> None:
 def test_the_first_divergence_names_step_parameters_and_runs() -> None:
     manifest = fixture()
     manifest["comparison"]["first_divergence"]["loss_differs"] = True
-    assert part(manifest, "**First divergence:**") == (
-        "**First divergence:** step 3, parameters fc.weight, fc.bias (runs `det-1` and `det-2`);"
-        " the loss differs too")
+    assert part(manifest, "**First divergence of runs A and B:**") == (
+        "**First divergence of runs A and B:** step 3, parameters fc.weight, fc.bias (runs"
+        " `det-1` and `det-2`); the loss differs too")
 
 
 def test_the_evidence_behind_a_cause_is_listed_names_of_code_as_code() -> None:
     manifest = fixture()
     manifest["comparison"]["first_divergence"].update(cause="forward", module="body.1")
-    text = part(manifest, "**First divergence:**")
+    text = part(manifest, "**First divergence of runs A and B:**")
     assert text.endswith("\n\n- cause: `forward`\n- module: `body.1`")
 
 

@@ -26,6 +26,9 @@ MAX_IGNORED = 4  # field names on an artifact's `ignored` line
 MAX_COST_OPS = 3  # ops of the cost census on the console line
 OVER_BUDGET_HEADLINE = "FAIL: reproducible, but over the cost budget"
 NUMERICS_HEADLINE = "FAIL: reproducible, but the numerics changed"
+RUNS_HEADING = "runs A and B"
+GOLDEN_HEADING = "against the golden file"
+RESUME_HEADING = "resume (run R against run A)"
 
 
 def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: str = "") -> str:
@@ -40,20 +43,17 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
         headline += f", {only_from}"
     lines = [f"repro-gate: {headline}"]
     lines += [f"  {r['message']}" for r in manifest["reasons"]]
-    golden = golden_line(golden_of(manifest))
-    if golden and all(r["message"] != golden for r in manifest["reasons"]):
-        lines.append(f"  {golden}")
-    candidate = (golden_of(manifest) or {}).get("candidate")
-    if candidate:
-        lines.append(f"  this run's golden file: {candidate}")
     seed_note = seeding_text.gate_seed_note(manifest)
     if seed_note:
         lines.append(f"  {seed_note}")
     if error_detail:
         lines.append("  last lines of the run's log:")
         lines += [f"    | {line}" for line in error_detail.splitlines()]
-    lines += comparison_lines(manifest["comparison"])
-    lines += _resume(manifest["comparison"])
+    # Each comparison under its own heading: an artifact line after a golden reason is runs
+    # A and B's, not the golden file's.
+    lines += _group(RUNS_HEADING, comparison_lines(manifest["comparison"]))
+    lines += _group(GOLDEN_HEADING, _golden(manifest))
+    lines += _group(RESUME_HEADING, _resume(manifest["comparison"]))
     lines += _ops(manifest)
     lines += _cost(manifest)
     lines += _noise_floor(manifest)
@@ -63,6 +63,23 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
         lines.append(f"  manifest: {manifest_path}")
     lines += _reproduce(manifest)
     return "\n".join(printable(line) for line in lines)
+
+
+def _group(heading: str, lines: list[str]) -> list[str]:
+    """`lines` (each indented by two) under `heading`, one level deeper; nothing if empty."""
+    return [f"  {heading}:", *(f"  {line}" for line in lines)] if lines else []
+
+
+def _golden(manifest: dict[str, Any]) -> list[str]:
+    """The golden comparison's line (unless a reason already says it) and the candidate file."""
+    golden = golden_line(golden_of(manifest))
+    lines = []
+    if golden and all(r["message"] != golden for r in manifest["reasons"]):
+        lines.append(f"  {golden}")
+    candidate = (golden_of(manifest) or {}).get("candidate")
+    if candidate:
+        lines.append(f"  this run's golden file: {candidate}")
+    return lines
 
 
 def comparison_lines(comparison: Mapping[str, Any]) -> list[str]:

@@ -44,7 +44,7 @@ def _chart(comparison: Mapping[str, Any], against: str) -> str:
     unit = f" (x1e{scale})" if scale else ""
     divergence = as_mapping(comparison.get("first_divergence"))
     step = divergence.get("step")
-    where = f", first divergence at step {step}" if is_number(step) else ""
+    where = f", first divergence from it at step {step}" if is_number(step) else ""
     path = comparison.get("path")
     named = f" (`{path}`)" if isinstance(path, str) and path else ""
     lines = [

@@ -131,8 +131,8 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
     rows = [
         ("Verdict", f"**{manifest.get('verdict', 'error')}**"),
         ("Determinism cost", cost_sentence(manifest) or "not measured"),
-        ("First divergence", _divergence_cell(manifest)),
-        ("Artifacts", _artifact_counts(manifest)),
+        ("First divergence (runs A and B)", _divergence_cell(manifest)),
+        ("Artifacts (runs A and B)", _artifact_counts(manifest)),
         ("Nondeterministic ops", str(len(as_list(manifest.get("nondeterministic_ops"))))),
     ]
     seed_note = seeding_text.gate_seed_note(manifest)

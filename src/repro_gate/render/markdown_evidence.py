@@ -80,7 +80,8 @@ def _divergence(manifest: Mapping[str, Any]) -> str:
     divergence = as_mapping(comparison.get("first_divergence"))
     if "step" not in divergence:
         return ""
-    text = f"**First divergence:** step {divergence['step']}{rank_text(comparison)}"
+    text = (f"**First divergence of runs A and B:** step {divergence['step']}"
+            f"{rank_text(comparison)}")
     parameters = parameters_text(divergence.get("parameters"), limit=10)
     if parameters:
         text += f", parameters {parameters}"

@@ -22,7 +22,8 @@ from repro_gate import notices
 from repro_gate.config import Config
 from repro_gate.manifest.upgrade_document import GATE_VERDICTS, UpgradeVerdict
 from repro_gate.publish import actions
-from repro_gate.publish.github.reporter import GitHubReporter, Rendering
+from repro_gate.publish.github.rendering import Rendering
+from repro_gate.publish.github.reporter import GitHubReporter
 from repro_gate.render.markdown import COMMENT_LIMIT, truncate
 
 CHECK_NAME_PREFIX = "repro-gate upgrade / "

@@ -22,11 +22,8 @@ from helpers.github_env import (
 from repro_gate.config import ReportConfig
 from repro_gate.publish.github.client import GitHubClient
 from repro_gate.publish.github.event import context_from_environment
-from repro_gate.publish.github.reporter import (
-    GitHubReporter,
-    as_posted,
-    token_from_environment,
-)
+from repro_gate.publish.github.rendering import as_posted
+from repro_gate.publish.github.reporter import GitHubReporter, token_from_environment
 from repro_gate.render import markdown
 
 

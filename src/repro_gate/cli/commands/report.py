@@ -28,10 +28,9 @@ from repro_gate.publish.actions import fit_summary
 from repro_gate.publish.github.client import RetryPolicy
 from repro_gate.publish.github.event import context_from_environment
 from repro_gate.publish.github.pulls import pull_request_for_head
+from repro_gate.publish.github.rendering import GATE_RENDERING, as_posted
 from repro_gate.publish.github.reporter import (
-    GATE_RENDERING,
     GitHubReporter,
-    as_posted,
     client_from_environment,
     token_from_environment,
 )

@@ -17,8 +17,7 @@ refused with "Resource not accessible by integration".
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from repro_gate import notices
@@ -27,44 +26,10 @@ from repro_gate.errors import GitHubError, one_line
 from repro_gate.publish.github import checks, comments, statuses
 from repro_gate.publish.github.client import DEFAULT_API_URL, GitHubClient, RetryPolicy
 from repro_gate.publish.github.event import Commit, EventContext, context_from_environment
-from repro_gate.render import markdown
+from repro_gate.publish.github.rendering import GATE_RENDERING, Rendering, as_posted
 
 FALLBACK_IDENTITY = "github-actions[bot]"
 TOKEN_VARIABLES = ("INPUT_GITHUB-TOKEN", "GITHUB_TOKEN")
-Render = Callable[[Mapping[str, Any]], str]
-
-
-def _gate_verdict(manifest: Mapping[str, Any]) -> str:
-    return str(manifest.get("verdict"))
-
-
-def _gate_ops(manifest: Mapping[str, Any]) -> list[Any]:
-    return list(manifest.get("nondeterministic_ops") or [])
-
-
-@dataclass(frozen=True)
-class Rendering:
-    """What is posted for a document: the gate's manifest by default; the upgrade check
-    (publish/upgrade_report.py) posts its own report through the same channels."""
-
-    name: Callable[[str], str] = str  # the gate's name -> check-run name and status context
-    marker: Callable[[str], str] = markdown.comment_marker  # finds the sticky comment again
-    title: Render = markdown.title
-    summary: Render = markdown.summary_markdown
-    details: Render | None = markdown.details_markdown  # the check run's `text`; None: none
-    comment: Render = markdown.comment_markdown  # the comment's body, marker included
-    verdict: Render = _gate_verdict  # pass, fail or error: the conclusion and status state
-    ops: Callable[[Mapping[str, Any]], list[Any]] = _gate_ops  # annotated on the check run
-
-
-GATE_RENDERING = Rendering()
-
-
-def as_posted(manifest: Mapping[str, Any], run_url: str | None) -> dict[str, Any]:
-    """The manifest as the posted texts render it: with its run's link, no longer deferred."""
-    return {**manifest, "reporting": {"run_url": run_url, "deferred": False}}
-
-
 def token_from_environment(environ: Mapping[str, str]) -> str | None:
     """The action input `github-token` (hyphen kept by the runner), else GITHUB_TOKEN."""
     for name in TOKEN_VARIABLES:

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from repro_gate.compare.cause import Cause
-from repro_gate.golden.document import GRADIENTS, INPUTS, LOSS, PARAMETERS, STEP, Row
+from repro_gate.golden.document import BUFFERS, GRADIENTS, INPUTS, LOSS, PARAMETERS, STEP, Row
 
 SAME, WITHIN_TOLERANCE, CHANGED, NO_GOLDEN = "same", "within_tolerance", "changed", "no_golden"
 MAX_DELTA_POINTS = 100  # points of `loss_delta`, evenly spread over the steps
 # The records of a step in the order the step makes them, and the cause each difference names.
 RECORDS = ((INPUTS, Cause.INPUT), (LOSS, Cause.FORWARD), (GRADIENTS, Cause.BACKWARD),
-           (PARAMETERS, Cause.OPTIMIZER))
+           (PARAMETERS, Cause.OPTIMIZER), (BUFFERS, Cause.BUFFERS))
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def _compare_steps(golden: dict[str, Any], run: dict[str, Any], tolerance: Toler
             deltas.append({"step": row[STEP], "delta": delta})
             if delta != 0 and (largest is None or abs(delta) > largest["value"]):
                 largest = {"what": f"loss at step {row[STEP]}", "value": abs(delta)}
-        if first is None and row[1:] != expected[1:]:
+        if first is None and _differs(row, expected):
             first = divergence(row, expected, golden, run)
         if row[LOSS] != expected[LOSS] and not _loss_within(row, expected, tolerance):
             outside += 1
@@ -120,16 +120,22 @@ def divergence(row: Row, expected: Row, golden: dict[str, Any], run: dict[str, A
             return {"step": step, "cause": Cause.INITIALIZATION,
                     "detail": f"initial parameters differ: {', '.join(initial[:5])}"}
     for index, cause in RECORDS:
-        if row[index] != expected[index]:
+        if index < min(len(row), len(expected)) and row[index] != expected[index]:
             return {"step": step, "cause": cause, "detail": _detail(index, row, expected)}
     return {"step": step, "cause": Cause.UNKNOWN, "detail": "the step's records differ"}
+
+
+def _differs(row: Row, expected: Row) -> bool:
+    """Whether a field both rows hold differs: a format 1 row has no buffers to compare."""
+    common = min(len(row), len(expected))
+    return row[LOSS:common] != expected[LOSS:common]
 
 
 def _detail(index: int, row: Row, expected: Row) -> str:
     if index == LOSS:
         return f"loss {expected[LOSS + 1]!r} in the golden trajectory, {row[LOSS + 1]!r} now"
     what = {INPUTS: "the model's inputs", GRADIENTS: "the gradients",
-            PARAMETERS: "the parameters after the update"}[index]
+            PARAMETERS: "the parameters after the update", BUFFERS: "the model's buffers"}[index]
     return f"{what} differ (the loss and what comes before are equal)"
 
 

@@ -1,7 +1,9 @@
 """The golden document: a passing run's numbers, compact enough to review and commit.
 
-Per step, one row `[step, loss bits, loss value, inputs, gradients, parameters]` (each of the
-last three one digest combining the probe's digests); per tensor digests at the first and last
+Per step, one row `[step, loss bits, loss value, inputs, gradients, parameters, buffers]` (each
+of the last four one digest combining the probe's digests; the buffers' by value in model order,
+not by name, so a rename leaves it as it was; null without buffers; format 1 rows end at
+`parameters`, and are read as they are); per tensor digests at the first and last
 step only (enough to name the parameters); each artifact's sha256 with per-tensor digests and
 summaries (shape, dtype, norm, max abs) for comparisons under a tolerance. `software` is what
 the run ran with, `machine_class` what it ran on (`machine_class.py`).
@@ -22,12 +24,12 @@ from repro_gate.errors import ErrorKind, GateError
 from repro_gate.golden.machine_class import machine_class
 from repro_gate.manifest.store import write_text_atomic
 
-FORMAT = 1  # the golden document's version (`format`); schemas/golden.schema.json
+FORMAT = 2  # the golden document's version (`format`); schemas/golden.schema.json
 DIGEST_CHARS = 8  # hex characters of a step's combined digest (32 bits)
 LOSS_DIGITS = 9  # significant digits of the loss value (its bits are exact)
 SCHEMA = "golden"
 # A row of `steps`: its fields, in order.
-STEP, LOSS, VALUE, INPUTS, GRADIENTS, PARAMETERS = range(6)
+STEP, LOSS, VALUE, INPUTS, GRADIENTS, PARAMETERS, BUFFERS = range(7)
 Row = list[Any]
 
 
@@ -58,8 +60,10 @@ def step_row(record: dict[str, Any]) -> Row:
         # An overflowed loss (a gradient scaler's skipped step) keeps its bits; JSON has no inf.
         value = float(f"{exact:.{LOSS_DIGITS}g}") if math.isfinite(exact) else None
         loss = re.sub(r"0+p", "p", loss)  # a float32's trailing zeros say nothing
+    buffers = record.get("buffers")
+    by_value = list(buffers.values()) if isinstance(buffers, dict) and buffers else None
     return [int(record["step"]), loss, value, combined(record.get("inputs")),
-            combined(record.get("grads")), combined(record.get("params"))]
+            combined(record.get("grads")), combined(record.get("params")), combined(by_value)]
 
 
 def tensors_at(record: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,11 @@ from repro_gate import validation
 from repro_gate.cli.main import main
 from repro_gate.errors import (
     EXIT_ERROR,
+    EXIT_FAIL,
+    EXIT_NOT_BLESSABLE,
+    EXIT_PASS,
+    EXIT_REFUSED,
+    EXIT_TAMPERED,
     ConfigError,
     ErrorKind,
     GateError,
@@ -20,6 +25,7 @@ from repro_gate.errors import (
     PushError,
     ReportInputError,
     ReproGateError,
+    RunTamperedError,
     one_line,
 )
 from repro_gate.gate import verdict
@@ -61,6 +67,13 @@ def test_the_fixed_kinds_of_the_subclasses() -> None:
     assert ConfigError("bad").kind is ErrorKind.CONFIG
     assert MissingDependencyError("x", "pip install y").kind is ErrorKind.MISSING_DEPENDENCY
     assert ReportInputError("no token").kind is ErrorKind.REPORT_INPUT
+    assert RunTamperedError("a link").kind is ErrorKind.RUN_TAMPERED
+
+
+def test_each_exit_code_of_an_error_is_its_own() -> None:
+    codes = [EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_REFUSED, EXIT_NOT_BLESSABLE, EXIT_TAMPERED]
+    assert len(set(codes)) == len(codes)
+    assert RunTamperedError("a link").exit_code == EXIT_TAMPERED
 
 
 def test_every_error_of_the_product_is_a_repro_gate_error() -> None:

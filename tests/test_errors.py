@@ -11,7 +11,12 @@ from repro_gate import validation
 from repro_gate.cli.main import main
 from repro_gate.errors import (
     EXIT_ERROR,
+    EXIT_FAIL,
     EXIT_NOT_ATTESTABLE,
+    EXIT_NOT_BLESSABLE,
+    EXIT_PASS,
+    EXIT_REFUSED,
+    EXIT_TAMPERED,
     AttestationError,
     ConfigError,
     ErrorKind,
@@ -23,6 +28,7 @@ from repro_gate.errors import (
     PushError,
     ReportInputError,
     ReproGateError,
+    RunTamperedError,
     one_line,
     printable,
 )
@@ -85,7 +91,15 @@ def test_the_fixed_kinds_of_the_subclasses() -> None:
     assert AttestationError("bad key").exit_code == EXIT_ERROR
     # A failed gate's statement is refused with an exit code of its own, not as bad input.
     assert NotAttestableError("failed gate").kind is ErrorKind.ATTESTATION
-    assert NotAttestableError("failed gate").exit_code == EXIT_NOT_ATTESTABLE == 5
+    assert NotAttestableError("failed gate").exit_code == EXIT_NOT_ATTESTABLE == 6
+    assert RunTamperedError("a link").kind is ErrorKind.RUN_TAMPERED
+
+
+def test_each_exit_code_of_an_error_is_its_own() -> None:
+    codes = [EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_REFUSED, EXIT_NOT_BLESSABLE, EXIT_TAMPERED,
+             EXIT_NOT_ATTESTABLE]
+    assert len(set(codes)) == len(codes)
+    assert RunTamperedError("a link").exit_code == EXIT_TAMPERED
 
 
 def test_every_error_of_the_product_is_a_repro_gate_error() -> None:

@@ -7,8 +7,9 @@
     │   ├── ReportInputError       kind `report_input`
     │   ├── GitFailedError         kind `git_failed`
     │   ├── ForkRefusedError       kind `fork_pull_request`, exit code 3
+    │   ├── RunTamperedError       kind `run_tampered`, exit code 5
     │   └── AttestationError       kind `attestation`: a statement, envelope or key is unusable
-    │       └── NotAttestableError a failed gate's statement, refused for signing: exit code 5
+    │       └── NotAttestableError a failed gate's statement, refused for signing: exit code 6
     └── PublishError               publishing a verdict failed; it never changes the verdict
         ├── PushError              a Pushgateway push attempt
         └── GitHubError            a GitHub API request
@@ -49,8 +50,11 @@ EXIT_REFUSED = 3
 # `repro-gate bless` refused a manifest whose runs did not reproduce, or whose steps were not
 # observed: nothing to bless.
 EXIT_NOT_BLESSABLE = 4
+# A run left a link (or something that is no file) where the gate reads its records back: the
+# training tried to make the gate read what it did not write, never a bad input to fix.
+EXIT_TAMPERED = 5
 # `repro-gate attest` refused a failed gate's statement (without --allow-fail): nothing signed.
-EXIT_NOT_ATTESTABLE = 5
+EXIT_NOT_ATTESTABLE = 6
 
 # The 403 message of a token that may not write (e.g. in a pull request from a fork).
 READ_ONLY_MESSAGE = "Resource not accessible by integration"
@@ -86,6 +90,8 @@ class ErrorKind(StrEnum):
     TIMEOUT = "timeout"  # a run took longer than allowed
     RUN_FAILED = "run_failed"  # a run exited non-zero
     PROBE_FAILED = "probe_failed"  # the probe inside a run could not record
+    # a run's records or artifacts are links, or lead out of its run folder
+    RUN_TAMPERED = "run_tampered"
     # the probe never loaded (python -I/-S, a cleared PYTHONPATH, env -i) in a Python training,
     # or in any training with no artifacts compared: nothing decides
     PROBE_NOT_LOADED = "probe_not_loaded"
@@ -172,6 +178,15 @@ class ForkRefusedError(GateError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, kind=ErrorKind.FORK_PULL_REQUEST)
+
+
+class RunTamperedError(GateError):
+    """A file the gate reads back from a run is a link, or no regular file: never followed."""
+
+    exit_code = EXIT_TAMPERED
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind=ErrorKind.RUN_TAMPERED)
 
 
 class AttestationError(GateError):

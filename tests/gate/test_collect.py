@@ -44,16 +44,35 @@ def test_defaults_take_every_run_file_but_only_checkpoints_of_the_working_copy(
     assert collection.outside == []
 
 
-def test_a_run_directory_file_wins_over_the_working_copy_file_of_the_same_path(
+def test_the_same_name_in_the_run_directory_and_the_working_copy_is_a_clash_both_compared(
     tmp_path: Path,
 ) -> None:
     write(tmp_path / "model.pt", "from the run directory")
     write(tmp_path / WORK_SUBDIR / "model.pt", "from the working copy")
+    said: list[str] = []
 
-    collection = collect(tmp_path, ["*.pt"])
+    with notices.sent_to(said.append):
+        collection = collect(tmp_path, ["*.pt"])
 
-    assert len(collection.artifacts) == 1
-    assert collection.artifacts[0].path.read_text() == "from the run directory"
+    by_rel = {a.rel_path: a.path.read_text() for a in collection.artifacts}
+    assert by_rel == {"model.pt": "from the run directory",
+                      f"{WORK_SUBDIR}/model.pt": "from the working copy"}
+    assert said == [f"repro-gate: warning: {tmp_path / 'model.pt'} and"
+                    f" {tmp_path / WORK_SUBDIR / 'model.pt'}: the same artifact name in the run"
+                    " directory and the working copy; both are compared, the working copy's as"
+                    " work/model.pt"]
+
+
+def test_a_file_reached_through_a_linked_folder_is_never_collected(tmp_path: Path) -> None:
+    elsewhere = write(tmp_path / "elsewhere" / "checkpoints" / "last.pt").parent
+    run_dir = tmp_path / "run"
+    (run_dir / WORK_SUBDIR).mkdir(parents=True)
+    os.symlink(elsewhere, run_dir / WORK_SUBDIR / "checkpoints")
+
+    collection = collect(run_dir, ["checkpoints/*.pt"])
+
+    assert collection.artifacts == []
+    assert collection.outside == [run_dir / WORK_SUBDIR / "checkpoints" / "last.pt"]
 
 
 def test_a_configured_glob_that_matches_nothing_is_reported(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def test_an_isolated_run_starts_in_the_workdir_over_its_own_layer(tmp_path: Path
     assert spec.isolation is not None
     assert spec.isolation.upper == spec.run_dir / WORK_SUBDIR
     assert list(spec.isolation.upper.iterdir()) == []  # nothing copied
-    assert config.output_dir.resolve() in spec.isolation.masked
+    assert config.output_dir.resolve() in spec.hidden
     (spec.isolation.upper / "model.pt").write_bytes(b"weights")  # what the run wrote
 
     gathered = gather(LocalLauncher(), spec, RunOutcome(0, 1.0), ["*.pt"])
@@ -164,11 +164,14 @@ def test_gather_reads_every_ranks_probe_files_and_what_the_run_wrote(
     assert gathered.trajectory == [{"step": 1}, {"step": 2}]  # the partial line left out
     assert gathered.other_ranks == {1: [{"step": 1}]}
     assert gathered.ranks == 2
-    assert gathered.stopped == "divergence"  # on any rank, before any other reason
+    # The probe's reason, of any rank: a status claiming a divergence is not believed (only the
+    # gate stops a run for one).
+    assert gathered.stopped == "max_steps"
     assert [a["op"] for a in gathered.alerts] == ["a", "b"]
     assert [a.rel_path for a in gathered.artifacts] == ["model.pt"]
     assert gathered.unmatched_globs == []
     assert gathered.ended_cleanly  # torchrun's exit 1 for a rank the probe stopped
+    assert gathered.divergence is None
     assert sorted(p.name for p in (spec.run_dir / WORK_SUBDIR).iterdir()) == ["model.pt"]
     assert not spec.workdir.exists()  # moved into the run directory
 

@@ -11,7 +11,8 @@ import pytest
 
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate.file_lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
-from repro_gate.gate.workcopy import foreign_entry, is_gate_file, make
+from repro_gate.gate.workcopy import foreign_entry, gate_folders, is_gate_file, make
+from repro_gate.probe import PROBE_SUBDIR
 
 
 def project(tmp_path: Path) -> tuple[Path, Path]:
@@ -85,19 +86,51 @@ def test_a_file_the_run_replaced_by_a_link_counts_as_written(tmp_path: Path) -> 
 def test_probe_paths_into_the_copy_name_the_users_files(tmp_path: Path) -> None:
     workdir, output_dir = project(tmp_path)
     copy = make(workdir, tmp_path / "copy", output_dir)
-    probe_dir = tmp_path / "probe"
-    probe_dir.mkdir()
+    probe_dir = tmp_path / "run" / PROBE_SUBDIR
+    probe_dir.mkdir(parents=True)
     alerts = [{"op": "aten::index_add_", "file": f"{copy.path}/train.py", "line": 3},
               {"op": "other", "file": f"{copy.path}-elsewhere/x.py"}]
     (probe_dir / "alerts.json").write_text(json.dumps(alerts))
     (probe_dir / "trajectory.jsonl").write_text(json.dumps({"file": f"{copy.path}/a.py"}))
 
-    copy.name_workspace_files(probe_dir)
+    copy.name_workspace_files(probe_dir.parent)
 
     rewritten = json.loads((probe_dir / "alerts.json").read_text())
     assert rewritten[0]["file"] == f"{workdir}/train.py"
     assert rewritten[1]["file"] == f"{copy.path}-elsewhere/x.py"  # another directory's name
     assert str(copy.path) in (probe_dir / "trajectory.jsonl").read_text()  # JSON files only
+
+
+def test_a_probe_folder_that_is_a_link_is_run_tampered_and_its_target_is_left_alone(
+    tmp_path: Path,
+) -> None:
+    workdir, output_dir = project(tmp_path)
+    copy = make(workdir, tmp_path / "copy", output_dir)
+    elsewhere = tmp_path / "host-folder"
+    elsewhere.mkdir()
+    (elsewhere / "settings.json").write_text(json.dumps({"file": f"{copy.path}/x.py"}))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    os.symlink(elsewhere, run_dir / PROBE_SUBDIR)
+
+    with pytest.raises(GateError) as raised:
+        copy.name_workspace_files(run_dir)
+
+    assert raised.value.kind == ErrorKind.RUN_TAMPERED
+    assert str(run_dir / PROBE_SUBDIR) in raised.value.message
+    assert str(copy.path) in (elsewhere / "settings.json").read_text()
+
+
+def test_every_gate_folder_of_the_workdir_is_found_at_any_depth(tmp_path: Path) -> None:
+    workdir, _ = project(tmp_path)
+    nested = workdir / "experiments" / "old-out"
+    nested.mkdir(parents=True)
+    (nested / OUTPUT_LOCK).write_text("789\n")
+    elsewhere = tmp_path / "out-elsewhere"
+
+    found = gate_folders(workdir, elsewhere)
+
+    assert set(found) == {elsewhere, workdir / WORKDIR_LOCK_DIR, workdir / "other-out", nested}
 
 
 def test_a_workdir_that_is_not_a_directory_is_a_config_error(tmp_path: Path) -> None:

@@ -16,12 +16,14 @@ def test_a_python_environment_names_its_bin_folder_and_interpreter() -> None:
     assert (local.volume, in_volume.volume) == (None, "repro-gate-env-123")
 
 
-def test_a_run_spec_has_no_reference_environment_or_workspace_unless_given() -> None:
+def test_a_run_spec_has_no_environment_workspace_or_hidden_folder_unless_given() -> None:
     spec = RunSpec("A", "deterministic", ["python", "t.py"], Path("/w"), Path("/w/out/A"),
                    {}, None, Path("/w/out/A.log"), [])
+    other = RunSpec("B", "deterministic", ["python", "t.py"], Path("/w"), Path("/w/out/B"),
+                    {}, None, Path("/w/out/B.log"), [])
 
-    assert (spec.reference_trajectory, spec.python_environment, spec.workspace) == (
-        None, None, None)
+    assert (spec.python_environment, spec.workspace, spec.hidden) == (None, None, ())
+    assert not spec.stop.is_set() and spec.stop is not other.stop  # each run's own
 
 
 def test_each_outcome_has_its_own_details() -> None:

@@ -16,7 +16,7 @@ from repro_gate.launch.base import PythonEnvironment, RunSpec
 from repro_gate.launch.docker import DockerLauncher, connect, device_requests, image_record
 from repro_gate.launch.host_paths import PathTranslator
 from repro_gate.launch.shell_assignments import GATE_PYTHONPATH
-from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
+from repro_gate.probe import ENV_RUN_DIR
 
 # A client object that is never asked anything: its daemon does not exist.
 NOWHERE = "unix:///nonexistent/docker.sock"
@@ -78,14 +78,13 @@ def test_a_docker_launcher_needs_an_image() -> None:
 
 def test_only_allowed_variables_of_the_gate_reach_the_container(tmp_path: Path) -> None:
     env = launcher(env_allow=("HF_TOKEN", "ABSENT"))._environment(
-        spec(tmp_path, reference_trajectory=tmp_path / "A0"), IMAGE,
+        spec(tmp_path), IMAGE,
         ["/repro-gate/python-path/0"])
 
     assert env == {"HF_TOKEN": "hf_x", "REPRO_GATE_MODE": "deterministic",
                    ENV_RUN_DIR: str(tmp_path / "A"),
                    "PYTHONPATH": "/repro-gate/python-path/0:/app",
                    GATE_PYTHONPATH: "/repro-gate/python-path/0",
-                   ENV_REFERENCE_TRAJECTORY: str(tmp_path / "A0"),
                    "PYTHONUNBUFFERED": "1", "HOME": "/tmp"}
 
 

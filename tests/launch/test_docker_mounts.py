@@ -39,22 +39,42 @@ def summary(mounts: list[Any]) -> list[tuple[str, str, str, bool]]:
 
 
 def test_the_workspace_is_read_only_and_the_run_directory_writable(tmp_path: Path) -> None:
-    run = spec(tmp_path, reference_trajectory=tmp_path / "out" / "A0" / "probe",
+    run = spec(tmp_path,
                python_environment=PythonEnvironment(Path("/opt/env"), volume="repro-gate-env-1"))
 
     mounts = run_mounts(run, tmp_path / "staging", ON_HOST)
 
     ws, run_dir, work = tmp_path / "ws", tmp_path / "out" / "A", tmp_path / "out" / "A" / "work"
-    reference = tmp_path / "out" / "A0" / "probe"
     assert summary(mounts.mounts) == [
         (str(ws), str(ws), "bind", True),
         (str(run_dir), str(run_dir), "bind", False),
         (str(work), str(work), "bind", False),
-        (str(reference), str(reference), "bind", True),
         ("/opt/env", "repro-gate-env-1", "volume", True),
         (f"{CONTAINER_PYTHON_PATH}/0", str(tmp_path / "probe" / "inject"), "bind", True),
     ]
     assert mounts.python_path == [f"{CONTAINER_PYTHON_PATH}/0"]
+
+
+def test_the_gates_folders_in_the_workspace_are_masked_before_the_runs_own_are_shown(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    output, lock, other = ws / "repro-gate-out", ws / ".repro-gate-workdir", ws / "old" / "out"
+    run_dir = output / "runs" / "B"
+    run = spec(tmp_path, workdir=output / "work", run_dir=run_dir, python_path=[],
+               hidden=(output, lock, other, output / "upgrade" / "baseline",
+                       tmp_path / "elsewhere"))
+
+    mounts = run_mounts(run, tmp_path / "staging", ON_HOST)
+
+    assert summary(mounts.mounts) == [
+        (str(ws), str(ws), "bind", True),
+        (str(lock), None, "tmpfs", True),
+        (str(other), None, "tmpfs", True),
+        (str(output), None, "tmpfs", True),
+        (str(run_dir), str(run_dir), "bind", False),
+        (str(output / "work"), str(output / "work"), "bind", False),
+    ]
 
 
 def test_without_a_working_copy_the_workdir_is_the_read_only_workspace(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 from repro_gate.launch.base import PythonEnvironment, RunSpec
 from repro_gate.launch.environment import build_environment
 from repro_gate.launch.shell_assignments import GATE_PYTHONPATH
-from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
+from repro_gate.probe import ENV_RUN_DIR
 
 BASE = {"PATH": "/usr/bin", "HOME": "/home/u", "GITHUB_TOKEN": "ghs_secret_value",
         "COPY_OF_TOKEN": "ghs_secret_value", "HF_TOKEN": "hf_user",
@@ -47,15 +47,12 @@ def test_the_run_directory_and_the_probe_come_first_on_pythonpath(tmp_path: Path
         str(tmp_path / "inject"), str(tmp_path / "reference")]
 
 
-def test_only_a_fail_fast_run_sees_a_reference_trajectory(tmp_path: Path) -> None:
-    inherited = {**BASE, ENV_REFERENCE_TRAJECTORY: "/stale"}
+def test_no_variable_of_a_run_names_another_runs_folder(tmp_path: Path) -> None:
+    env = build_environment(BASE, spec(tmp_path))
 
-    plain = build_environment(inherited, spec(tmp_path))
-    fail_fast = build_environment(inherited, spec(tmp_path,
-                                                  reference_trajectory=tmp_path / "A" / "p"))
-
-    assert ENV_REFERENCE_TRAJECTORY not in plain
-    assert fail_fast[ENV_REFERENCE_TRAJECTORY] == str(tmp_path / "A" / "p")
+    named = {name for name, value in env.items() if str(tmp_path / "runs") in value}
+    assert named == {ENV_RUN_DIR}
+    assert env[ENV_RUN_DIR] == str(tmp_path / "runs" / "A")
 
 
 def test_a_python_environment_is_first_on_path_and_pythonhome_goes(tmp_path: Path) -> None:

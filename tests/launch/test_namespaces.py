@@ -43,10 +43,10 @@ def spec(workspace: Path, name: str, code: str, timeout: float = 30.0,
     upper, scratch = run_dir / "work", run_dir / ".overlay-work"
     upper.mkdir(parents=True)
     scratch.mkdir()
-    isolation = Isolation(upper, scratch, masked or (output, workspace / WORKDIR_LOCK_DIR))
     return RunSpec(name, "deterministic", [sys.executable, "-c", code], workspace, run_dir, {},
                    timeout, output / "logs" / f"{name}.log", [], workspace=workspace,
-                   isolation=isolation)
+                   isolation=Isolation(upper, scratch),
+                   hidden=masked or (output, workspace / WORKDIR_LOCK_DIR))
 
 
 def run(run_spec: RunSpec) -> tuple[int | None, list[str]]:
@@ -187,15 +187,14 @@ def test_read_only_binds_keep_the_locked_flags_of_their_mount(tmp_path: Path) ->
                    check=True)
     try:
         workspace = project(locked)
-        reference = workspace / "repro-gate-out" / "runs" / "A" / ".repro-gate"
-        reference.mkdir(parents=True)
-        (reference / "trajectory.jsonl").write_text("{}\n")
-        run_spec = spec(workspace, "B", "import os\n"
-                        "path = os.environ['REPRO_GATE_REFERENCE_TRAJECTORY']\n"
-                        "print(open(path + '/trajectory.jsonl').read().strip())\n"
+        shown = workspace / "repro-gate-out" / "inject"
+        shown.mkdir(parents=True)
+        (shown / "probe.py").write_text("{}\n")
+        run_spec = spec(workspace, "B", f"path = {str(shown)!r}\n"
+                        "print(open(path + '/probe.py').read().strip())\n"
                         "try:\n    open(path + '/x', 'w')\n"
                         "except OSError as error:\n    print('refused', error.errno)\n")
-        run_spec.reference_trajectory = reference
+        run_spec.python_path = [shown]
 
         assert run(run_spec) == (0, ["{}", "refused 30"])
     finally:

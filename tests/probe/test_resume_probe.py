@@ -156,8 +156,8 @@ def stopped(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def resume(stopped: tuple[Path, Path], tmp_path: Path, *args: str) -> tuple[Path, Path, Result]:
-    """R's resumed process (fail-fast against A) in a copy of R's directory: A's and R's
-    directories and the resumed process's result."""
+    """R's resumed process in a copy of R's directory: A's and R's directories and the resumed
+    process's result."""
     run_a, first = stopped
     run_r = tmp_path / "r"
     shutil.copytree(first, run_r)
@@ -165,8 +165,7 @@ def resume(stopped: tuple[Path, Path], tmp_path: Path, *args: str) -> tuple[Path
     resumed = run(run_r, "10", "3", "torch", *args, env={
         "REPRO_GATE_RESUME_RECORDS": "1", "REPRO_GATE_RESUME_STEP": str(point["step"]),
         "REPRO_GATE_RESUME_AFTER": "4",  # left set: the resumed process never stops for it
-        "REPRO_GATE_RESUME_CHECKPOINT": point["checkpoint"],
-        "REPRO_GATE_REFERENCE_TRAJECTORY": str(probe_output_dir(run_a))})
+        "REPRO_GATE_RESUME_CHECKPOINT": point["checkpoint"]})
     return run_a, run_r, resumed
 
 
@@ -196,14 +195,12 @@ def first_difference(run_a: Path, run_r: Path) -> tuple[int, dict[str, Any], dic
     raise AssertionError("no record differs")
 
 
-def test_resumed_process_fails_fast_against_run_a_by_step_number_and_records_the_generator(
+def test_resumed_process_is_matched_with_run_a_by_step_number_and_records_the_generator(
     stopped: tuple[Path, Path], tmp_path: Path
 ) -> None:
     run_a, run_r, resumed = resume(stopped, tmp_path, "--forget", "numpy")
-    assert resumed.returncode == STOP_EXIT_CODE, resumed.stderr
-    status = read_json(run_r, STATUS_FILE)
-    assert (status["stopped"], status["stop_step"]) == ("divergence", 7)
-    assert steps_of(run_r) == list(range(1, 8))
+    assert resumed.returncode == 0, resumed.stderr
+    assert steps_of(run_r) == list(range(1, 11))
     step, in_a, in_r = first_difference(run_a, run_r)
     assert (step, list(in_a)) == (7, ["rng"])
     assert [k for k in in_a["rng"] if in_a["rng"][k] != in_r["rng"][k]] == ["numpy"]

@@ -3,7 +3,7 @@ accelerator's path, and sampled on CPU for large tensors, with the caveat the ca
 
 No GPU here: "as an accelerator" runs the training with the probe treating CPU as one (the probe's
 `HOST_DEVICE_TYPES` emptied before the training starts), so its records take the batched,
-asynchronously copied path and fail-fast sees each record a step late, as on a GPU.
+asynchronously copied path and each record is written a step late, as on a GPU.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from repro_gate.probe import (
     INJECT_DIR,
     STATUS_FILE,
     STOP_EXIT_CODE,
-    TRAJECTORY_FILE,
-    probe_output_dir,
     read_json,
     read_trajectory,
 )
@@ -81,20 +79,15 @@ def run(script: Path, run_dir: Path, *, accelerator: bool = False,
                           timeout=180)
 
 
-def test_fail_fast_on_an_accelerator_stops_one_step_after_the_divergence(tmp_path: Path) -> None:
+def test_lagged_records_show_a_divergence_at_its_own_step(tmp_path: Path) -> None:
     first = run(SCRIPTS / "noisy_step3.py", tmp_path / "a")
     assert first.returncode == 0, first.stderr
-    reference = probe_output_dir(tmp_path / "a") / TRAJECTORY_FILE
-    second = run(SCRIPTS / "noisy_step3.py", tmp_path / "b", accelerator=True,
-                 extra_env={"REPRO_GATE_REFERENCE_TRAJECTORY": str(reference)})
-    assert second.returncode == STOP_EXIT_CODE, second.stderr
-    assert "finished all steps" not in second.stdout
+    second = run(SCRIPTS / "noisy_step3.py", tmp_path / "b", accelerator=True)
+    assert second.returncode == 0, second.stderr
     steps_a, steps_b = read_trajectory(tmp_path / "a"), read_trajectory(tmp_path / "b")
-    # Step 3's record is read (and matched) at step 4: B stops there, every record exact.
-    assert [step["step"] for step in steps_b] == [1, 2, 3, 4]
+    # Step 3's record is read back at step 4, every record exact and numbered as its step.
+    assert [step["step"] for step in steps_b] == [step["step"] for step in steps_a]
     assert without_times(steps_b[:2]) == without_times(steps_a[:2])
-    status = read_json(tmp_path / "b", STATUS_FILE)
-    assert (status["stopped"], status["stop_step"], status["steps"]) == ("divergence", 3, 4)
     divergence = compare_trajectories(steps_a, steps_b, ("A", "B"))["first_divergence"]
     assert divergence is not None
     assert (divergence["step"], divergence["cause"]) == (3, "input")
@@ -124,15 +117,12 @@ def test_sampled_records_find_a_divergence_in_an_unsampled_row_with_a_caveat(
     assert first.returncode == 0, first.stderr
     steps_a = read_trajectory(tmp_path / "a")
     assert [step.get("sampled") for step in steps_a] == [32] * 6
-    reference = probe_output_dir(tmp_path / "a") / TRAJECTORY_FILE
-    second = run(script, tmp_path / "b", extra_env={
-        "NUDGE": "1", "REPRO_GATE_REFERENCE_TRAJECTORY": str(reference)})
-    assert second.returncode == STOP_EXIT_CODE, second.stderr
+    second = run(script, tmp_path / "b", extra_env={"NUDGE": "1"})
+    assert second.returncode == 0, second.stderr
     steps_b = read_trajectory(tmp_path / "b")
-    # The nudge of step 3 is in a row that step 3 does not sample; step 4's loss shows it and
-    # fail-fast stops there. Whole records would say `optimizer` at step 3; sampled ones say
-    # `forward` at step 4, and that it may have begun in unsampled rows of steps 1 to 3.
-    assert [step["step"] for step in steps_b] == [1, 2, 3, 4]
+    # The nudge of step 3 is in a row that step 3 does not sample; step 4's loss shows it.
+    # Whole records would say `optimizer` at step 3; sampled ones say `forward` at step 4, and
+    # that it may have begun in unsampled rows of steps 1 to 3.
     assert without_times(steps_b[:3]) == without_times(steps_a[:3])
     divergence = compare_trajectories(steps_a, steps_b, ("A", "B"))["first_divergence"]
     assert divergence is not None

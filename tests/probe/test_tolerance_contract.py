@@ -1,15 +1,12 @@
-"""The tolerance rule exists once on the gate's side (compare/tolerance.py); the probe, which
-cannot import repro_gate, keeps its own copy for fail-fast under a tolerance. Both answer the
-same on every edge case, and every comparison of the gate (tensors, JSON numbers, the upgrade
-check's losses) uses the one rule."""
+"""The tolerance rule exists once, on the gate's side (compare/tolerance.py): every comparison
+of the gate (tensors, JSON numbers, the upgrade check's losses, fail-fast under a tolerance)
+uses it, and it answers as documented on every edge case."""
 
 from __future__ import annotations
 
 import itertools
 import math
 import sys
-from collections.abc import Callable
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -19,6 +16,7 @@ from repro_gate.compare.structured import compare_numbers
 from repro_gate.compare.tensors import compare_tensors
 from repro_gate.compare.tolerance import Tolerance, agree
 from repro_gate.config import ToleranceConfig
+from repro_gate.gate.fail_fast import Reference
 from repro_gate.upgrade.trials import first_loss_outside
 
 NAN, INF = math.nan, math.inf
@@ -30,16 +28,17 @@ CASES = [(a, b, atol, rtol) for (a, b), (atol, rtol)
          in itertools.product(itertools.product(VALUES, VALUES), TOLERANCES)]
 
 
-@pytest.fixture
-def probe_rule(probe_module: Callable[[str], ModuleType]) -> Callable[..., bool]:
-    trajectory = probe_module("_repro_gate_trajectory")
-    return lambda a, b, atol, rtol: trajectory.LossTolerance(atol, rtol).allows(a, b)
+def fail_fast_allows(a: float, b: float, atol: float, rtol: float) -> bool:
+    """Whether fail-fast under this tolerance lets run B's loss `b` go on beside run A's `a`."""
+    reference = Reference.of({0: [{"step": 1, "loss": a.hex()}]}, Tolerance(atol, rtol))
+    assert reference is not None
+    return not reference.differs(0, {"step": 1, "loss": b.hex()})
 
 
-def test_the_probe_answers_as_the_gate_on_every_edge_case(
-        probe_rule: Callable[..., bool]) -> None:
+def test_fail_fast_answers_as_the_rule_on_every_edge_case() -> None:
     differ = [case for case in CASES
-              if probe_rule(*case) != Tolerance(atol=case[2], rtol=case[3]).allows(*case[:2])]
+              if fail_fast_allows(*case) != Tolerance(atol=case[2], rtol=case[3]).allows(
+                  *case[:2])]
     assert differ == []
 
 
@@ -69,10 +68,8 @@ def test_the_array_form_answers_as_the_scalar_form() -> None:
     (1.0, 1.0 + 2**-52, 0.0, 0.0, False),
     (1.0, 1.0 + 2**-52, 0.0, 1e-15, True),
 ])
-def test_edge_cases(probe_rule: Callable[..., bool], a: float, b: float, atol: float,
-                    rtol: float, expected: bool) -> None:
+def test_edge_cases(a: float, b: float, atol: float, rtol: float, expected: bool) -> None:
     assert Tolerance(atol=atol, rtol=rtol).allows(a, b) is expected
-    assert probe_rule(a, b, atol, rtol) is expected
 
 
 def test_tensors_json_numbers_and_upgrade_losses_use_the_same_rule() -> None:

@@ -242,7 +242,9 @@ def deterministic_algorithms(runs: dict[str, dict[str, Any]], *, static: bool) -
                     "remove the call that turns it off: torch.use_deterministic_algorithms(False)")
     warn_only = any(f.get("warn_only") for f in flags.values())
     mode = "warn-only (ops without a deterministic kernel are reported)" if warn_only else "strict"
-    return Item("deterministic_algorithms", "random", title, "pass", f"on, {mode}")
+    # The state the training left at exit: one that switched it off and on again passes.
+    return Item("deterministic_algorithms", "random", title, "pass",
+                f"on when the training exited, {mode}")
 
 
 def cudnn_benchmark_off(runs: dict[str, dict[str, Any]], *, static: bool) -> Item:
@@ -255,7 +257,7 @@ def cudnn_benchmark_off(runs: dict[str, dict[str, Any]], *, static: bool) -> Ite
         return Item("cudnn_benchmark", "random", title, "fail",
                     f"torch.backends.cudnn.benchmark is True in run {', '.join(on)}",
                     "set torch.backends.cudnn.benchmark = False (it picks kernels by timing)")
-    return Item("cudnn_benchmark", "random", title, "pass", "off")
+    return Item("cudnn_benchmark", "random", title, "pass", "off when the training exited")
 
 
 def cublas_workspace(config: Config, runs: dict[str, dict[str, Any]],

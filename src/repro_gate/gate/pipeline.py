@@ -21,14 +21,22 @@ from repro_gate.compare.run_pair import check_something_compared, compare_runs, 
 from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
 from repro_gate.cost import plan as cost_plan
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError, one_line
-from repro_gate.gate import evidence, file_lock, golden_run, resume_run, training_run, verdict
+from repro_gate.gate import (
+    evidence,
+    fail_fast,
+    file_lock,
+    golden_run,
+    resume_run,
+    training_run,
+    verdict,
+)
 from repro_gate.gate.collect import written_nearest
 from repro_gate.gate.localise import localise
 from repro_gate.gate.record import GateState, assemble, deterministic, now
 from repro_gate.launch import cancel, progress
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunSpec
 from repro_gate.manifest.store import INVALID_MANIFEST_NAME
-from repro_gate.probe import probe_output_dir, read_trajectory
+from repro_gate.probe import read_trajectory
 from repro_gate.publish import Publisher
 
 SinkFactory = Callable[[str], LineSink]
@@ -109,10 +117,17 @@ def _run_gate(
     return GateOutcome(
         manifest=document,
         manifest_path=path,
-        exit_code=EXIT_CODES[document["verdict"]],
+        exit_code=exit_code(document, state.error),
         error_detail=state.error.detail if state.error else "",
         records=state.records,
     )
+
+
+def exit_code(document: dict[str, Any], error: GateError | None) -> int:
+    """The verdict's exit code; an error's own where it has one (`run_tampered`: 5)."""
+    if document["verdict"] == verdict.ERROR and error is not None:
+        return error.exit_code
+    return EXIT_CODES[document["verdict"]]
 
 
 def _check_resume(config: Config, launcher: Launcher, state: GateState, comparison: Comparison,
@@ -219,18 +234,17 @@ def execute_runs(
         reference = None
         # Fail-fast compares bits as it goes; under a numeric tolerance the artifacts decide.
         if index > 0 and config.fail_fast and config.tolerance.bitwise:
-            # Run A's probe directory: each rank of B matches A's trajectory of the same rank.
+            # Each rank of B is matched with run A's trajectory of the same rank.
             first = state.records[0]
-            recorded = first.trajectory or first.other_ranks
-            reference = probe_output_dir(first.run_dir) if recorded else None
-        spec = training_run.build_spec(config, launcher, name, "deterministic", reference)
+            reference = fail_fast.Reference.of({0: first.trajectory, **first.other_ranks})
+        spec = training_run.build_spec(config, launcher, name, "deterministic")
         if index == 0:
             resume_run.record_states(config, spec)
-        record = _execute(config, launcher, spec, sink_for)
+        record = _execute(config, launcher, spec, sink_for, reference)
         state.records.append(record)
         _check_run(record, state, config.timeout)
         evidence.check_run(config, record)
-        if state.strict_stop or record.stopped == "divergence":
+        if state.strict_stop or record.stopped == training_run.DIVERGENCE:
             return
     if not config.cost.enabled:
         return
@@ -247,10 +261,12 @@ def execute_runs(
 
 
 def _execute(
-    config: Config, launcher: Launcher, spec: RunSpec, sink_for: SinkFactory
+    config: Config, launcher: Launcher, spec: RunSpec, sink_for: SinkFactory,
+    reference: fail_fast.Reference | None = None,
 ) -> training_run.RunRecord:
     try:
-        return training_run.execute(launcher, spec, sink_for(spec.name), list(config.artifacts))
+        return training_run.execute(launcher, spec, sink_for(spec.name), list(config.artifacts),
+                                    reference)
     except GateError as error:
         if error.kind != ErrorKind.CANCELLED:
             raise
@@ -264,7 +280,7 @@ def _last_step(spec: RunSpec) -> int:
     """The last optimizer step the probe recorded in the run (0 before the first)."""
     try:
         trajectory = read_trajectory(spec.run_dir)
-    except (OSError, UnicodeDecodeError):
+    except (OSError, GateError):  # a link in its records: the cancel is what is said here
         return 0
     if not trajectory:
         return 0

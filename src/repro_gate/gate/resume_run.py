@@ -61,7 +61,7 @@ def check(config: Config, launcher: Launcher, run_a: RunRecord, comparison: Comp
     """Run R, stop it at its resume point, resume it, and compare it with run A into
     `comparison["resume"]`; the record of run R, for `runs[]`."""
     assert config.resume is not None
-    spec = _spec(config, launcher, run_a, config.resume.after)
+    spec = _spec(config, launcher, config.resume.after)
     sink = sink_for(spec.name)
     first = _run(launcher, spec, sink)
     point = _resume_point(spec, first, config.resume.after)
@@ -79,13 +79,9 @@ def check(config: Config, launcher: Launcher, run_a: RunRecord, comparison: Comp
     return record
 
 
-def _spec(config: Config, launcher: Launcher, run_a: RunRecord, after: int) -> RunSpec:
-    """Run R's first process: like run A (failing fast against it), stopped at its resume
-    point."""
-    reference = None
-    if config.fail_fast and config.tolerance.bitwise and (run_a.trajectory or run_a.other_ranks):
-        reference = probe.probe_output_dir(run_a.run_dir)
-    spec = training_run.build_spec(config, launcher, RESUME_RUN_NAME, "deterministic", reference)
+def _spec(config: Config, launcher: Launcher, after: int) -> RunSpec:
+    """Run R's first process: like run A, stopped at its resume point (then compared with A)."""
+    spec = training_run.build_spec(config, launcher, RESUME_RUN_NAME, "deterministic")
     record_states(config, spec)
     spec.env[probe.ENV_RESUME_AFTER] = str(after)
     return spec
@@ -153,15 +149,15 @@ def states(run_dir: Path) -> Records:
     """Every rank's state records (RESUME_STATE_FILE), by rank; a partial last line is left out."""
     records: Records = {}
     for rank in probe.recorded_ranks(run_dir):
-        path = probe.probe_output_dir(run_dir) / probe.rank_file(probe.RESUME_STATE_FILE, rank)
-        records[rank] = _lines(path)
+        data = probe.read_file(run_dir, probe.rank_file(probe.RESUME_STATE_FILE, rank))
+        records[rank] = _lines(data or b"")
     return records
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
+def _lines(data: bytes) -> list[dict[str, Any]]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
         return []
     found = []
     for line in text.splitlines():

@@ -18,7 +18,7 @@ from repro_gate.cost import plan as cost_plan
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.fingerprint.seeding import DETERMINISM_VARIABLES
 from repro_gate.gate import collect as artifacts
-from repro_gate.gate import workcopy
+from repro_gate.gate import fail_fast, workcopy
 from repro_gate.launch import progress
 from repro_gate.launch.base import Launcher, LineSink, Mode, RunOutcome, RunSpec
 from repro_gate.launch.shell import shell_argv
@@ -29,6 +29,7 @@ REFERENCE_DIR = Path(__file__).parents[1] / "reference"
 REFERENCE_MODULE = "repro_gate_reference"
 COST_RUN_NAME = "cost"  # one process, determinism switched between blocks of steps
 NOISE_FLOOR_RUN_NAMES = ("default", "default2")  # two default-mode runs, compared
+DIVERGENCE = "divergence"  # `stopped`: fail-fast stopped the run at its first divergent step
 
 
 @dataclass
@@ -43,7 +44,8 @@ class RunRecord:
     exit_code: int | None
     wall_seconds: float
     timed_out: bool
-    stopped: str | None  # "divergence" | "max_steps" when the probe stopped it (any rank)
+    # "divergence" when the gate stopped it (fail-fast), "max_steps" when the probe did
+    stopped: str | None
     trajectory: list[dict[str, Any]]  # rank 0's steps (the only rank of a single process)
     alerts: list[dict[str, Any]]
     probe_status: dict[str, Any] | None
@@ -52,6 +54,7 @@ class RunRecord:
     unmatched_globs: list[str]
     details: dict[str, Any] = field(default_factory=dict)
     other_ranks: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # rank >= 1
+    divergence: fail_fast.Divergence | None = None  # where fail-fast stopped it
     # "localisation": the extra run of gate/localise.py, never compared, timed or fingerprinted
     purpose: str | None = None
 
@@ -62,10 +65,10 @@ class RunRecord:
 
     @property
     def ended_cleanly(self) -> bool:
-        """Exited 0, or was stopped on purpose by the probe."""
+        """Exited 0, or was stopped on purpose by the gate or the probe."""
         if self.timed_out:
             return False
-        if self.exit_code == 0:
+        if self.exit_code == 0 or self.stopped == DIVERGENCE:
             return True
         # torchrun and mp.spawn report a rank the probe stopped as their own failure (exit 1).
         return self.stopped is not None and (
@@ -169,18 +172,18 @@ def build_spec(
     launcher: Launcher,
     name: str,
     mode: Mode,
-    reference_trajectory: Path | None = None,
     max_steps: int = 0,
 ) -> RunSpec:
     """A fresh run directory and the spec of one run: it sees the working directory through
     an overlay whose upper layer is in the run directory where the launcher isolates runs,
-    else it starts in a fresh copy of it there."""
+    else it starts in a fresh copy of it there. Either way the gate's folders are hidden from
+    it: no run sees another run's folder, the logs or the locks."""
     output_dir = config.output_dir
     with progress.watching_phase(f"removing the earlier run folder of run {name}"):
         run_dir = fresh_run_dir(output_dir / "runs" / name)
     isolation, workdir = None, config.workdir
     if launcher.isolates(output_dir) and overlay_allowed(config.workdir, output_dir):
-        isolation = workcopy.isolation(config.workdir, run_dir, output_dir)
+        isolation = workcopy.isolation(config.workdir, run_dir)
     else:
         workdir = _copy(config, name)
     argv, extra_path = command_argv(config, launcher)
@@ -196,8 +199,15 @@ def build_spec(
         timeout=config.timeout,
         log_path=output_dir / "logs" / f"{name}.log",
         python_path=[probe.INJECT_DIR, *extra_path],
-        reference_trajectory=reference_trajectory,
+        hidden=hidden_folders(config.workdir, output_dir),
     )
+
+
+def hidden_folders(workdir: Path, output_dir: Path) -> tuple[Path, ...]:
+    """The gate's folders a run must not see (gate.workcopy.gate_folders), once per run."""
+    if not workdir.is_dir():
+        return (output_dir.resolve(),)
+    return workcopy.gate_folders(workdir.resolve(), output_dir.resolve())
 
 
 @functools.cache
@@ -248,28 +258,36 @@ def execute(
     spec: RunSpec,
     sink: LineSink,
     configured_globs: list[str] | None,
+    reference: fail_fast.Reference | None = None,
 ) -> RunRecord:
     """Run one spec to its end and gather what it left: probe files and artifacts (in its run
-    directory, and what it wrote in its working copy, which keeps only that)."""
-    with progress.watching_run(spec, sink):
+    directory, and what it wrote in its working copy, which keeps only that). With a
+    `reference`, the run is stopped at its first step that differs from it (fail-fast)."""
+    watch = fail_fast.Watch(spec, reference)
+    with progress.watching_run(spec, sink), watch.running():
         outcome = launcher.run(spec, sink)
-    return gather(launcher, spec, outcome, configured_globs)
+    watch.finish()
+    return gather(launcher, spec, outcome, configured_globs, watch.divergence)
 
 
 def gather(
-    launcher: Launcher, spec: RunSpec, outcome: RunOutcome, configured_globs: list[str] | None
+    launcher: Launcher, spec: RunSpec, outcome: RunOutcome, configured_globs: list[str] | None,
+    divergence: fail_fast.Divergence | None = None,
 ) -> RunRecord:
     """What a finished run left: probe files and artifacts, as `execute` records them."""
     if spec.isolation is not None:
         workcopy.remove_scratch(spec.isolation)
     elif spec.workspace is not None:
         copy = workcopy.WorkCopy(spec.workdir, spec.workspace)
-        copy.name_workspace_files(probe.probe_output_dir(spec.run_dir))
+        copy.name_workspace_files(spec.run_dir)
         with progress.watching_phase(f"removing what run {spec.name} did not write from its"
                                      " working copy"):
             copy.keep_only_written()
         copy.move_to(spec.run_dir / workcopy.WORK_SUBDIR)
     trajectories = probe.read_trajectories(spec.run_dir)
+    if divergence is not None:  # fail-fast stopped following it there
+        trajectories = {rank: fail_fast.up_to(steps, divergence)
+                        for rank, steps in trajectories.items()}
     ranks = sorted({0, *trajectories})
     statuses = [probe.read_json(spec.run_dir, probe.STATUS_FILE, rank) for rank in ranks]
     alerts = [
@@ -288,7 +306,7 @@ def gather(
         exit_code=outcome.exit_code,
         wall_seconds=outcome.wall_seconds,
         timed_out=outcome.timed_out,
-        stopped=_stop_reason(statuses),
+        stopped=DIVERGENCE if divergence is not None else _stop_reason(statuses),
         trajectory=trajectories.get(0, []),
         alerts=alerts,
         probe_status=statuses[0],
@@ -297,13 +315,16 @@ def gather(
         unmatched_globs=collection.unmatched_globs,
         details=dict(outcome.details),
         other_ranks={rank: steps for rank, steps in trajectories.items() if rank > 0},
+        divergence=divergence,
     )
 
 
 def _stop_reason(statuses: list[Any]) -> str | None:
-    """Why the probe stopped the run: a divergence on any rank first, else any rank's reason."""
+    """Why the probe stopped the run on its own (any rank's reason). Only the gate stops a run
+    for a divergence: a status that claims one, or a stop the gate asked for, is not believed."""
     reasons = [s.get("stopped") for s in statuses if isinstance(s, dict) and s.get("stopped")]
-    return "divergence" if "divergence" in reasons else next(iter(reasons), None)
+    return next((reason for reason in reasons
+                 if reason not in (DIVERGENCE, probe.GATE_STOP_REASON)), None)
 
 
 def _as_list(value: Any) -> list[Any]:

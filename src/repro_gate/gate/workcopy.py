@@ -46,6 +46,7 @@ from pathlib import Path
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate.file_lock import OUTPUT_LOCK, WORKDIR_LOCK_DIR
 from repro_gate.launch.base import Isolation
+from repro_gate.probe import PROBE_SUBDIR, run_files
 
 WORK_SUBDIR = "work"  # the run's working copy, inside its run directory
 COPY_SUBDIR = "work"  # where every run's copy is made, inside the output directory
@@ -70,8 +71,8 @@ class Layer:
         return {rel for rel, info in _entries(self.path).items() if _is_whiteout(info)}
 
 
-def isolation(workdir: Path, run_dir: Path, output_dir: Path) -> Isolation:
-    """A run's overlay layers in its run directory, and the gate's folders it must not see."""
+def isolation(workdir: Path, run_dir: Path) -> Isolation:
+    """A run's overlay layers in its run directory."""
     if not workdir.is_dir():
         raise GateError(f"workdir is not a directory: {workdir}", kind=ErrorKind.CONFIG)
     upper, scratch = run_dir / WORK_SUBDIR, run_dir / SCRATCH_SUBDIR
@@ -81,7 +82,7 @@ def isolation(workdir: Path, run_dir: Path, output_dir: Path) -> Isolation:
     except OSError as error:
         raise GateError(f"cannot make the run's working layer in {run_dir}:"
                         f" {error.strerror or error}", kind=ErrorKind.OUTPUT_DIR) from None
-    return Isolation(upper, scratch, gate_folders(workdir.resolve(), output_dir.resolve()))
+    return Isolation(upper, scratch)
 
 
 def foreign_entry(workdir: Path, output_dir: Path, uid: int, gid: int) -> Path | None:
@@ -110,13 +111,20 @@ def remove_scratch(layers: Isolation) -> None:
 
 
 def gate_folders(workdir: Path, output_dir: Path) -> tuple[Path, ...]:
-    """The output directory, and the gate's folders at the top of the working directory."""
+    """The output directory, and every gate folder in the working directory at any depth (the
+    lock folder, another gate's output): what a run must not see. Links and virtualenvs are
+    not walked into (a copy links to them, the gate never writes there)."""
     found = [output_dir]
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(workdir):
-            path = Path(entry.path)
-            if path != output_dir and is_gate_file(path, output_dir):
-                found.append(path)
+    for directory, dirs, _ in os.walk(workdir):
+        kept = []
+        for name in dirs:
+            path = Path(directory, name)
+            if is_gate_file(path, output_dir):
+                if path != output_dir:
+                    found.append(path)
+            elif not path.is_symlink() and not (path / VENV_MARKER).is_file():
+                kept.append(name)
+        dirs[:] = kept
     return tuple(found)
 
 
@@ -140,17 +148,22 @@ class WorkCopy:
         return {rel for rel, info in _entries(self.path).items()
                 if not (_same(info, self.source / rel) or _own_link(self.path / rel, root / rel))}
 
-    def name_workspace_files(self, probe_dir: Path) -> None:
+    def name_workspace_files(self, run_dir: Path) -> None:
         """Rewrite paths into the copy as paths into the working directory in the probe's JSON
-        files (written by the run; read back by the gate)."""
+        files (written by the run; read back by the gate, never through a link:
+        probe/run_files.py)."""
         copy = json.dumps(str(self.path))[1:-1]
         pattern = re.compile(re.escape(copy) + r'(?=[/"])')
         workspace = json.dumps(str(self.source))[1:-1]
-        for path in probe_dir.glob("*.json"):
+        for name in run_files.names(run_dir, PROBE_SUBDIR):
+            rel = f"{PROBE_SUBDIR}/{name}"
+            if not name.endswith(".json") or not run_files.is_file(run_dir, rel):
+                continue
             try:
-                text = path.read_text(encoding="utf-8")
+                text = (run_files.read_bytes(run_dir, rel) or b"").decode("utf-8")
                 if copy in text:
-                    path.write_text(pattern.sub(lambda _: workspace, text), encoding="utf-8")
+                    replaced = pattern.sub(lambda _: workspace, text)
+                    run_files.write_bytes(run_dir, rel, replaced.encode("utf-8"))
             except (OSError, UnicodeError):  # unreadable: the gate's reader reports it
                 continue
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,6 @@ class Isolation:
 
     upper: Path  # the overlay's upper layer: exactly what the run wrote (<run_dir>/work)
     scratch: Path  # overlayfs's work folder: empty, on the upper layer's filesystem
-    masked: tuple[Path, ...]  # the gate's folders (output, locks), hidden under an empty tmpfs
 
 
 @dataclass
@@ -51,9 +51,6 @@ class RunSpec:
     # Directories put first on PYTHONPATH, in order: the probe's `inject/` (sitecustomize.py), and
     # for the embedded reference training its `reference/` directory. Read-only for the run.
     python_path: list[Path]
-    # Fail-fast: probe directory of an earlier run whose trajectories (one per rank) this run
-    # must match (read-only for the run).
-    reference_trajectory: Path | None = None
     # Run inside this environment instead of the gate's own interpreter's (`repro-gate upgrade`).
     python_environment: PythonEnvironment | None = None
     # The user's working directory when `workdir` is the run's own copy of it (the gate's runs):
@@ -61,6 +58,13 @@ class RunSpec:
     workspace: Path | None = None
     # Set when the run sees `workspace` through an overlay (then `workdir` is `workspace`).
     isolation: Isolation | None = None
+    # The gate's folders the run must not see (every output folder, the lock folder): hidden
+    # under an empty tmpfs, locally and in a container; the run's own folder and working copy
+    # are shown inside them.
+    hidden: tuple[Path, ...] = ()
+    # Set by the gate while the run lasts to end it at once (fail-fast: run B's first step that
+    # differs from run A's, seen in its trajectory file); the launcher stops it as on a timeout.
+    stop: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -94,6 +98,6 @@ class Launcher(Protocol):
         ...
 
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
-        """Run to the end (or the timeout); sets REPRO_GATE_RUN_DIR, PYTHONPATH and
-        REPRO_GATE_REFERENCE_TRAJECTORY to the paths the run sees."""
+        """Run to the end (or the timeout, or `spec.stop`); sets REPRO_GATE_RUN_DIR and
+        PYTHONPATH to the paths the run sees."""
         ...

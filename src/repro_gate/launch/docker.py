@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -35,13 +36,14 @@ from repro_gate.launch.docker_shell import check_shell
 from repro_gate.launch.host_paths import PathTranslator
 from repro_gate.launch.shell_assignments import GATE_PYTHONPATH
 from repro_gate.launch.stream import OutputPump, open_log
-from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
+from repro_gate.probe import ENV_RUN_DIR
 
 # PyTorch DataLoader workers pass batches through /dev/shm; Docker's 64 MiB default is too small.
 DEFAULT_SHM_SIZE = "1g"
 STOP_GRACE_SECONDS = 5
 CANCEL_GRACE_SECONDS = 2  # the CI kills the whole job a few seconds after its first signal
 DRAIN_SECONDS = 2.0  # the log stream ends with the container; a stuck one is abandoned
+STOP_POLL_SECONDS = 0.1  # how often a running container's `stop` is looked at
 LABEL_GATE = "org.repro-gate.gate"
 LABEL_RUN = "org.repro-gate.run"
 
@@ -256,7 +258,8 @@ class DockerLauncher:
             timed_out = False
             exit_code: int | None = None
             try:
-                result = container.wait(timeout=spec.timeout)
+                with _killed_when_asked(container, spec.stop):
+                    result = container.wait(timeout=spec.timeout)
                 exit_code = int(result.get("StatusCode", -1))
             except requests.exceptions.RequestException:  # the read timed out: the run did
                 timed_out = True
@@ -290,8 +293,6 @@ class DockerLauncher:
         image_pythonpath = _image_env(image).get("PYTHONPATH")
         env["PYTHONPATH"] = os.pathsep.join([*python_path, *filter(None, [image_pythonpath])])
         env[GATE_PYTHONPATH] = os.pathsep.join(python_path)  # for the command's own PYTHONPATH
-        if spec.reference_trajectory is not None:
-            env[ENV_REFERENCE_TRAJECTORY] = str(spec.reference_trajectory)
         env["PYTHONUNBUFFERED"] = "1"
         env.setdefault("HOME", "/tmp")  # the root filesystem is read-only; /tmp is the tmpfs
         if venv := spec.python_environment:  # its bin first, then the image's own PATH
@@ -310,6 +311,29 @@ def _log_chunks(container: Any) -> Iterator[bytes]:
     # The container going away ends the stream; what was read is in the log.
     with contextlib.suppress(docker.errors.APIError, requests.exceptions.RequestException):
         yield from container.logs(stream=True, follow=True, stdout=True, stderr=True)
+
+
+@contextlib.contextmanager
+def _killed_when_asked(container: Any, stop: threading.Event) -> Iterator[None]:
+    """Kill the container as soon as the gate sets `stop` (fail-fast) while the block runs:
+    the block's `wait` then returns with the container's end."""
+    finished = threading.Event()
+
+    def watch() -> None:
+        while not finished.is_set():
+            if stop.wait(STOP_POLL_SECONDS):
+                with contextlib.suppress(docker.errors.APIError,
+                                         requests.exceptions.RequestException):
+                    container.kill()
+                return
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        finished.set()
+        thread.join()
 
 
 def _stop(container: Any, grace: float) -> None:

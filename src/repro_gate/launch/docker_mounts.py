@@ -6,8 +6,13 @@
   `gate.workcopy`), mounted read-write as the container's working directory: a training writes
   `model.pt` or `checkpoints/` next to itself, as it does locally. Its links to virtualenvs and
   `data:` paths in the workspace resolve into the workspace's read-only mount.
-- The reference trajectory of a fail-fast run, read-only; an `upgrade` environment's volume,
-  read-only; the probe's directories read-only under /repro-gate/python-path/<n>.
+- The gate's folders inside the workspace (the output folder, every other gate's output folder,
+  the lock folder) are hidden under an empty read-only tmpfs: no run sees another run's folder,
+  the logs or the locks through the workspace's mount; its own run folder and working copy are
+  mounted inside that mask. No run is given another run's records (fail-fast reads run B's
+  trajectory on the gate's side).
+- An `upgrade` environment's volume, read-only; the probe's directories read-only under
+  /repro-gate/python-path/<n>.
 
 Paths keep the names the gate sees (file names in probe output and logs mean the same on both
 sides); a sibling container's bind mounts name *host* paths, translated by `PathTranslator`.
@@ -25,10 +30,12 @@ import docker.types
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.launch.base import RunSpec
 from repro_gate.launch.host_paths import PathTranslator
+from repro_gate.launch.namespaces import outermost
 
 CONTAINER_PYTHON_PATH = PurePosixPath("/repro-gate/python-path")
 # Used when the workspace belongs to root: the training never runs as root.
 NOBODY = "65534:65534"
+MASK_BYTES = 1 << 20  # a mask holds only the mount points of the run's own folders
 
 
 @dataclass
@@ -75,15 +82,11 @@ def _give(path: Path, owner: tuple[int, int] | None, open_mode: int) -> None:
 def run_mounts(spec: RunSpec, staging: Path, translator: PathTranslator) -> RunMounts:
     """The mounts of one run; probe directories the host cannot see are copied to `staging`."""
     workspace = spec.workspace or spec.workdir
-    mounts = [
-        bind(translator, workspace, str(workspace), read_only=True),
-        bind(translator, spec.run_dir, str(spec.run_dir), read_only=False),
-    ]
+    mounts = [bind(translator, workspace, str(workspace), read_only=True)]
+    mounts += [mask(folder) for folder in masked_folders(spec)]
+    mounts.append(bind(translator, spec.run_dir, str(spec.run_dir), read_only=False))
     if spec.workspace is not None:  # the run's working copy
         mounts.append(bind(translator, spec.workdir, str(spec.workdir), read_only=False))
-    if spec.reference_trajectory is not None:
-        path = spec.reference_trajectory
-        mounts.append(bind(translator, path, str(path), read_only=True))
     if (venv := spec.python_environment) and venv.volume:  # built by environments/, read-only
         mounts.append(docker.types.Mount(str(venv.root), venv.volume, "volume", read_only=True))
     container_paths = []
@@ -98,6 +101,21 @@ def run_mounts(spec: RunSpec, staging: Path, translator: PathTranslator) -> RunM
         mounts.append(bind(translator, source, target, read_only=True))
         container_paths.append(target)
     return RunMounts(mounts, container_paths)
+
+
+def masked_folders(spec: RunSpec) -> tuple[Path, ...]:
+    """The gate's folders the workspace's mount would show, outermost only (one mask hides
+    what lies below it)."""
+    workspace = (spec.workspace or spec.workdir).resolve()
+    inside = [folder.resolve() for folder in spec.hidden
+              if folder.resolve().is_relative_to(workspace) and folder.resolve() != workspace]
+    return tuple(sorted(outermost(inside)))
+
+
+def mask(folder: Path) -> docker.types.Mount:
+    """An empty read-only tmpfs over `folder`: the container sees nothing of it."""
+    return docker.types.Mount(str(folder), None, type="tmpfs", read_only=True,
+                              tmpfs_size=MASK_BYTES)
 
 
 def bind(translator: PathTranslator, path: Path, target: str, read_only: bool

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from repro_gate.credentials import without_credentials
 from repro_gate.launch.base import RunSpec
 from repro_gate.launch.shell_assignments import GATE_PYTHONPATH
-from repro_gate.probe import ENV_REFERENCE_TRAJECTORY, ENV_RUN_DIR
+from repro_gate.probe import ENV_RUN_DIR
 
 
 def build_environment(base: Mapping[str, str], spec: RunSpec) -> dict[str, str]:
@@ -25,10 +25,6 @@ def build_environment(base: Mapping[str, str], spec: RunSpec) -> dict[str, str]:
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    if spec.reference_trajectory is not None:
-        env[ENV_REFERENCE_TRAJECTORY] = str(spec.reference_trajectory)
-    else:
-        env.pop(ENV_REFERENCE_TRAJECTORY, None)
     if spec.python_environment is not None:
         environment = spec.python_environment
         env["PATH"] = os.pathsep.join(filter(None, [str(environment.bin_dir), env.get("PATH")]))

@@ -58,7 +58,7 @@ class LocalLauncher:
             tree.process = _start(spec, env, report)
             assert tree.process.stdout is not None
             pump.start(_read_chunks(tree.process.stdout.fileno(), pump.stopping))
-            timed_out = _wait(tree, spec.timeout)
+            timed_out = _wait(tree, spec)
             wall_seconds = time.monotonic() - started
         except BaseException:
             with cancel.deferred():
@@ -143,15 +143,23 @@ def _start(spec: RunSpec, env: dict[str, str], report: _Report | None
         ) from None
 
 
-def _wait(tree: RunProcesses, timeout: float | None) -> bool:
-    """Wait for the main process; on timeout stop the whole run. True when it timed out."""
+def _wait(tree: RunProcesses, spec: RunSpec) -> bool:
+    """Wait for the main process; on timeout, or when the gate asks (`spec.stop`), stop the
+    whole run. True when it timed out."""
     assert tree.process is not None
-    try:
-        tree.process.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        tree.stop(TERMINATE_GRACE_SECONDS)
-        return True
-    return False
+    deadline = None if spec.timeout is None else time.monotonic() + spec.timeout
+    while True:
+        try:
+            tree.process.wait(timeout=POLL_SECONDS)
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+        if spec.stop.is_set():
+            tree.kill_all()  # its records are the gate's already: nothing to wait for
+            return False
+        if deadline is not None and time.monotonic() >= deadline:
+            tree.stop(TERMINATE_GRACE_SECONDS)
+            return True
 
 
 def _read_chunks(fd: int, stopping: threading.Event) -> Iterator[bytes]:

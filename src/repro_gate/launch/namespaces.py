@@ -13,8 +13,9 @@ files before the training starts:
   own merged view (ELOOP), and the default output folder lies inside the workspace; the mask
   keeps lookups away from it.
 - The run's own folder (REPRO_GATE_RUN_DIR) is bound writable at its own path inside that mask,
-  its fail-fast reference, probe and environment read-only; the overlay's layers inside the run
-  folder are masked read-only (the run must not write a layer while it is mounted).
+  its probe and environment read-only; the overlay's layers inside the run folder are masked
+  read-only (the run must not write a layer while it is mounted). No other run's folder, log
+  or record is shown: fail-fast reads run B's trajectory from the gate's side.
 
 When the training's main process exits, its PID 1 exits and the kernel kills every process left
 in the namespace before the gate's wait returns: no process of the run can write after it.
@@ -119,13 +120,12 @@ def plan(spec: RunSpec) -> dict[str, object]:
     """What run_init.py mounts for `spec`, in the order it mounts it."""
     assert spec.isolation is not None and spec.workspace is not None
     isolation = spec.isolation
-    masks = outermost([path.resolve() for path in isolation.masked if path.is_dir()])
-    shown = [(spec.run_dir, True), (spec.reference_trajectory, False),
-             *((path, False) for path in spec.python_path)]
+    masks = outermost([path.resolve() for path in spec.hidden if path.is_dir()])
+    shown = [(spec.run_dir, True), *((path, False) for path in spec.python_path)]
     if spec.python_environment is not None:
         shown.append((spec.python_environment.root, False))
     binds = [(str(path.resolve()), writable) for path, writable in shown
-             if path is not None and path.exists() and under(path.resolve(), masks)]
+             if path.exists() and under(path.resolve(), masks)]
     root = repository_root(spec.workspace.resolve())
     return {
         "argv": spec.argv,

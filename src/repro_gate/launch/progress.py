@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from repro_gate import notices
+from repro_gate.errors import GateError
 from repro_gate.launch.base import RunSpec
-from repro_gate.probe import ENV_MAX_STEPS, TRAJECTORY_FILE, probe_output_dir
+from repro_gate.probe import ENV_MAX_STEPS, PROBE_SUBDIR, TRAJECTORY_FILE, run_files
 
 # Seconds before the first status on a terminal, between statuses there and in a log.
 FIRST_STATUS_SECONDS = 5.0
@@ -33,6 +34,7 @@ TERMINAL_STATUS_SECONDS = 1.0
 # Overrides both intervals (tests use a short one).
 ENV_STATUS_SECONDS = "REPRO_GATE_STATUS_SECONDS"
 FIRST_RUN = "A"
+TRAJECTORY_PATH = f"{PROBE_SUBDIR}/{TRAJECTORY_FILE}"  # in a run's folder
 
 
 @runtime_checkable
@@ -71,18 +73,17 @@ def timing(live: bool) -> tuple[float, float]:
 
 @dataclass
 class StepCounter:
-    """The number of lines in a file that only grows, reading only what was added."""
+    """The number of lines in a run's trajectory file, which only grows, reading only what was
+    added, never through a link (probe/run_files.py)."""
 
-    path: Path
+    run_dir: Path
     offset: int = 0
     lines: int = 0
 
     def count(self) -> int:
         try:
-            with self.path.open("rb") as handle:
-                handle.seek(self.offset)
-                added = handle.read()
-        except OSError:
+            added = run_files.read_bytes(self.run_dir, TRAJECTORY_PATH, self.offset) or b""
+        except (OSError, GateError):  # a link in the run: the gate's readers report it
             return self.lines
         self.offset += len(added)
         self.lines += added.count(b"\n")
@@ -151,7 +152,7 @@ def watching_run(spec: RunSpec, sink: object) -> Iterator[None]:
     if not isinstance(sink, StatusSink):
         yield
         return
-    counter = StepCounter(probe_output_dir(spec.run_dir) / TRAJECTORY_FILE)
+    counter = StepCounter(spec.run_dir)
     expected = expected_steps(spec)
     rate = RunRate(time.monotonic())
 
@@ -208,16 +209,13 @@ def _ticking(tick: Callable[[], None], sink: StatusSink) -> Iterator[None]:
 
 def expected_steps(spec: RunSpec) -> int | None:
     """How many steps the run should take: its step limit, else run A's steps for a later
-    deterministic run (beside it, or its fail-fast reference), else unknown."""
+    deterministic run (beside it), else unknown."""
     limit = spec.env.get(ENV_MAX_STEPS)
     if limit and limit.isdigit():
         return int(limit)
     if spec.mode != "deterministic" or spec.name == FIRST_RUN:
         return None
-    for directory in (spec.reference_trajectory, probe_output_dir(spec.run_dir.parent / FIRST_RUN)):
-        if directory is not None and (directory / TRAJECTORY_FILE).is_file():
-            return StepCounter(directory / TRAJECTORY_FILE).count() or None
-    return None
+    return StepCounter(spec.run_dir.parent / FIRST_RUN).count() or None
 
 
 def _seconds(value: float) -> str:

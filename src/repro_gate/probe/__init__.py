@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from repro_gate.probe import run_files
+
 INJECT_DIR = Path(__file__).parent / "inject"
 
 # Environment the gate sets for the training process.
@@ -21,12 +23,6 @@ ENV_RUN_DIR = "REPRO_GATE_RUN_DIR"  # the run's fresh directory (writable)
 ENV_MODE = "REPRO_GATE_MODE"  # "deterministic", "default" or "cost"
 ENV_SEED = "REPRO_GATE_SEED"  # the gate's seed, only when `seed` is set (deterministic runs)
 ENV_DETERMINISM = "REPRO_GATE_DETERMINISM"  # "warn" or "strict"
-# Fail-fast: run A's probe directory (each rank matches its own file there); a file is read as
-# rank 0's trajectory, with the other ranks' files beside it (gates before ranks were observed).
-ENV_REFERENCE_TRAJECTORY = "REPRO_GATE_REFERENCE_TRAJECTORY"
-# Fail-fast under a tolerance: JSON {"atol": x, "rtol": y}; beside the reference, a step differs
-# only when its loss leaves |a - b| <= atol + rtol * |b| (parameters are not compared).
-ENV_FAIL_FAST_TOLERANCE = "REPRO_GATE_FAIL_FAST_TOLERANCE"
 ENV_MAX_STEPS = "REPRO_GATE_MAX_STEPS"  # stop cleanly after this many optimizer steps
 # The localisation run: re-execute each module during this step to find a forward divergence.
 ENV_LOCALISE_STEP = "REPRO_GATE_LOCALISE_STEP"
@@ -59,11 +55,16 @@ LOCALISE_FILE = "localise.json"  # localisation run: the first divergent module
 COST_FILE = "cost_arms.json"  # cost run: arms it could not switch to, the op census
 RESUME_POINT_FILE = "resume_point.json"  # run R's first process: the checkpoint it stopped after
 RESUME_STATE_FILE = "resume_state.jsonl"  # `resume` set: the state each step begins with
+# Written by the gate (fail-fast): the run differs from run A. Every process that steps stops at
+# its next step, writing its files as at the end of a run; one that does not is killed.
+STOP_FILE = "stop"
+# The probe's stop reason then (the gate records the divergence itself; a status cannot claim one).
+GATE_STOP_REASON = "stop_file"
 # Every process that steps writes the files above under its rank's names; rank 0 keeps the plain
 # names (single-process runs), rank 1 writes `trajectory-rank1.jsonl`, `status-rank1.json`, ...
 RANK_FILE = "{stem}-rank{rank}{suffix}"
 
-# Exit code the probe uses when it stops a run on purpose (divergence, max steps).
+# Exit code the probe uses when it stops a run on purpose (max steps, the resume point).
 STOP_EXIT_CODE = 86
 
 
@@ -84,13 +85,15 @@ def recorded_ranks(run_dir: Path) -> list[int]:
     """The ranks that left a trajectory file, in order."""
     stem, _, suffix = TRAJECTORY_FILE.partition(".")
     pattern = re.compile(re.escape(stem) + r"-rank([1-9][0-9]*)\." + re.escape(suffix))
-    directory = probe_output_dir(run_dir)
-    ranks = {0} if (directory / TRAJECTORY_FILE).is_file() else set()
-    if directory.is_dir():
-        for path in directory.iterdir():
-            match = pattern.fullmatch(path.name)
-            if match:
-                ranks.add(int(match.group(1)))
+    try:
+        found = run_files.names(run_dir, PROBE_SUBDIR)
+    except OSError:
+        return []
+    ranks = {0} if TRAJECTORY_FILE in found else set()
+    for name in found:
+        match = pattern.fullmatch(name)
+        if match:
+            ranks.add(int(match.group(1)))
     return sorted(ranks)
 
 
@@ -101,11 +104,14 @@ def read_trajectories(run_dir: Path) -> dict[int, list[dict[str, Any]]]:
 
 def read_trajectory(run_dir: Path, rank: int = 0) -> list[dict[str, Any]]:
     """Steps recorded by the probe for `rank`, in order; empty when none were seen."""
-    path = probe_output_dir(run_dir) / rank_file(TRAJECTORY_FILE, rank)
-    if not path.is_file():
-        return []
+    data = read_file(run_dir, rank_file(TRAJECTORY_FILE, rank))
+    return trajectory_lines(data or b"")
+
+
+def trajectory_lines(data: bytes) -> list[dict[str, Any]]:
+    """The steps in a trajectory file's bytes, up to a partial or broken line."""
     steps = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in data.decode("utf-8", errors="replace").splitlines():
         if line.strip():
             try:
                 steps.append(json.loads(line))
@@ -116,10 +122,19 @@ def read_trajectory(run_dir: Path, rank: int = 0) -> list[dict[str, Any]]:
 
 def read_json(run_dir: Path, name: str, rank: int = 0) -> Any:
     """One of the probe's JSON files (of `rank`), or None when it was not written."""
-    path = probe_output_dir(run_dir) / rank_file(name, rank)
-    if not path.is_file():
+    data = read_file(run_dir, rank_file(name, rank))
+    if data is None:
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+
+
+def read_file(run_dir: Path, name: str) -> bytes | None:
+    """The bytes of the probe's file `name` (None when absent or unreadable); a link on the way
+    is the error `run_tampered` (probe/run_files.py)."""
+    try:
+        return run_files.read_bytes(run_dir, f"{PROBE_SUBDIR}/{name}")
+    except OSError:
         return None

@@ -11,13 +11,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from repro_gate import probe
 from repro_gate.compare.document import Comparison
 from repro_gate.compare.run_pair import RunSide, compare_runs
 from repro_gate.compare.status import WITHIN_TOLERANCE, Numerics
@@ -27,6 +25,7 @@ from repro_gate.environments import BuildEnvironment, Environment, LocalEnvironm
 from repro_gate.environments.launcher import InEnvironment, python_environment
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate import training_run, verdict
+from repro_gate.gate.fail_fast import Reference
 from repro_gate.launch import progress
 from repro_gate.launch.base import Launcher, LineSink
 from repro_gate.upgrade import apply_changes
@@ -157,14 +156,13 @@ class Trials:
 
     def _execute(self, launcher: Launcher, name: str, fail_fast: bool) -> training_run.RunRecord:
         reference = None
-        if fail_fast and self.reference.trajectory:
-            reference = probe.probe_output_dir(self.reference.run_dir)
-        spec = training_run.build_spec(self.config, launcher, name, "deterministic", reference)
-        if reference is not None and not self.tolerance.bitwise:
-            spec.env[probe.ENV_FAIL_FAST_TOLERANCE] = json.dumps(
-                {"atol": self.tolerance.atol, "rtol": self.tolerance.rtol})
+        if fail_fast:  # rank 0's steps; under a tolerance, their losses only
+            loss_tolerance = None if self.tolerance.bitwise else Tolerance(
+                atol=self.tolerance.atol, rtol=self.tolerance.rtol)
+            reference = Reference.of({0: self.reference.trajectory}, loss_tolerance)
+        spec = training_run.build_spec(self.config, launcher, name, "deterministic")
         return training_run.execute(launcher, spec, self.sink_for(name),
-                                    list(self.config.artifacts))
+                                    list(self.config.artifacts), reference)
 
     def _judge(self, packages: tuple[str, ...], record: training_run.RunRecord) -> TrialRun:
         baseline = side(self.reference, BASELINE_SIDE)
@@ -172,16 +170,11 @@ class Trials:
         comparison = compare_runs([baseline, other], self.tolerance, self.config.compare)
         divergence = comparison["first_divergence"]
         loss_step = first_loss_outside(baseline, other, self.tolerance)
-        if record.stopped == "divergence":
-            step = _stop_step(record) or (divergence["step"] if divergence else None)
-            return TrialRun(packages, Outcome.CHANGED, record, comparison, step)
+        if record.divergence is not None:  # fail-fast stopped it there
+            return TrialRun(packages, Outcome.CHANGED, record, comparison,
+                            record.divergence.step)
         status = numerics_status(comparison, self.tolerance, loss_step)
         if status == Numerics.CHANGED:
             step = loss_step or (divergence["step"] if divergence else None)
             return TrialRun(packages, Outcome.CHANGED, record, comparison, step)
         return TrialRun(packages, Outcome.SAME, record, comparison)
-
-
-def _stop_step(record: training_run.RunRecord) -> int | None:
-    step = (record.probe_status or {}).get("stop_step")
-    return step if isinstance(step, int) else None

@@ -141,7 +141,7 @@ def test_the_probes_records_name_the_users_files(tmp_path: Path) -> None:
               {"file": f"{copy.path}-other/train.py", "line": 4}, {"cwd": str(copy.path)}]
     (probe_dir / "alerts.json").write_text(json.dumps(alerts))
 
-    copy.name_workspace_files(probe_dir)
+    copy.name_workspace_files(probe_dir.parent)
 
     assert json.loads((probe_dir / "alerts.json").read_text()) == [
         {"file": f"{workdir}/train.py", "line": 3},

@@ -156,32 +156,41 @@ def test_timeout_kills_the_container_and_nothing_is_left(
     assert gate_containers.list() == []
 
 
-def test_fail_fast_reference_is_mounted_read_only(
+def test_the_gates_folders_are_masked_and_the_gate_stops_a_run_when_it_asks(
     python_image: PinnedImage, gate_containers: GateContainers, workspace: Path, tmp_path: Path
 ) -> None:
-    reference = tmp_path / "out" / "runs" / "A-reference" / "trajectory.jsonl"
-    reference.parent.mkdir(parents=True)
-    reference.write_text('{"step": 1}\n')
-    reference.chmod(0o666)  # only the read-only mount stands in the way of writing
-    script = (
-        "import errno, os\n"
-        "path = os.environ['REPRO_GATE_REFERENCE_TRAJECTORY']\n"
-        "print(open(path).read().strip())\n"
-        "try:\n    open(path, 'a').write('x')\n"
-        "except OSError as e:\n    print(errno.errorcode[e.errno])\n"
-    )
-    (workspace / "read_reference.py").write_text(script)
+    output, lock = workspace / "repro-gate-out", workspace / ".repro-gate-workdir"
+    (output / "runs" / "A").mkdir(parents=True)
+    (output / "runs" / "A" / "seed").write_text("1234\n")
+    (output / "logs").mkdir()
+    (output / "logs" / "A.log").write_text("seed 1234\n")
+    lock.mkdir()
+    (lock / "lock").write_text("1\n")
+    copy = output / "work"
+    copy.mkdir()
+    (copy / "look.py").write_text(
+        "import json, os, time\n"
+        f"print(json.dumps([sorted(os.listdir(p)) for p in"
+        f" ({str(output)!r}, {str(output / 'runs')!r}, {str(lock)!r})]), flush=True)\n"
+        "while True:\n    time.sleep(1)\n")
     launcher = launcher_for(python_image.reference, gate_containers.gate, {})
-    spec = make_spec(
-        workspace, tmp_path, ["python", "read_reference.py"], reference_trajectory=reference
-    )
+    spec = make_spec(workspace, tmp_path, ["python", "look.py"])
+    spec.workdir, spec.workspace = copy, workspace  # the run's copy, the gate's runs' way
+    spec.run_dir, spec.hidden = output / "runs" / "B", (output, lock)
+    spec.run_dir.mkdir()
     lines: list[str] = []
 
-    outcome = launcher.run(spec, lines.append)
+    def sink(line: str) -> None:
+        lines.append(line)
+        spec.stop.set()  # what fail-fast does at a divergent step
 
-    assert outcome.exit_code == 0
-    assert lines == ['{"step": 1}', "EROFS"]
-    assert reference.read_text() == '{"step": 1}\n'
+    outcome = launcher.run(spec, sink)
+
+    # Only the mount points of the run's own folder and working copy, nothing of run A, the
+    # logs or the lock.
+    assert lines == [json.dumps([["runs", "work"], ["B"], []])]
+    assert (outcome.timed_out, outcome.wall_seconds < 60) == (False, True)
+    assert gate_containers.list() == []
 
 
 def test_exit_code_of_a_failing_training_is_reported(

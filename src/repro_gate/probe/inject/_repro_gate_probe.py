@@ -22,6 +22,8 @@ leaves rank 0's files alone once another process took them over.
   record is read, written and matched one step later (no host sync): see _repro_gate_steps.
 - alerts.json: nondeterministic-op warnings and strict-mode errors, per user source line;
   status.json and fingerprint.json, written when the process finishes or the probe stops it.
+- `stop`, written by the gate when fail-fast found the run differing from run A: every process
+  that steps stops at its next step (status `stopped: "stop_file"`), writing its files first.
 
 Only the standard library is imported here until torch or numpy is imported by the user. The
 probe's other modules, all in this directory and named `_repro_gate_*`:
@@ -29,9 +31,8 @@ probe's other modules, all in this directory and named `_repro_gate_*`:
 - _repro_gate_contract: the variables and files shared with the gate; _repro_gate_files: reading
   variables, writing JSON atomically; _repro_gate_import_watch: a callback when a module is
   imported; _repro_gate_patches: wrappers around backward, warnings and the exception hooks;
-  _repro_gate_param_names: parameters' model names; _repro_gate_ranks: the rank, world size and
-  reference trajectory's path.
-- _repro_gate_trajectory: writing trajectory.jsonl, matching a reference trajectory.
+  _repro_gate_param_names: parameters' model names; _repro_gate_ranks: the rank and world size.
+- _repro_gate_trajectory: writing trajectory.jsonl (the gate follows it for fail-fast).
 - Imported once torch is: _repro_gate_steps (one step's record), _repro_gate_step_inputs (the
   input batch), _repro_gate_digest and _repro_gate_host_read (the lagged read),
   _repro_gate_alerts, _repro_gate_fingerprint; for the localisation run only,
@@ -59,13 +60,14 @@ from _repro_gate_contract import (
     ENV_MAX_STEPS,
     ENV_MODE,
     ENV_OWNER_PID,
-    ENV_REFERENCE_TRAJECTORY,
     ENV_RUN_DIR,
     ENV_SEED,
     FINGERPRINT_FILE,
+    GATE_STOP_REASON,
     PROBE_SUBDIR,
     STATUS_FILE,
     STOP_EXIT_CODE,
+    STOP_FILE,
     TRAJECTORY_FILE,
     rank_file,
 )
@@ -74,10 +76,10 @@ from _repro_gate_files import int_env, read_json, write_json
 from _repro_gate_import_watch import ImportWatcher, import_optional
 from _repro_gate_param_names import ParameterNames
 from _repro_gate_patches import chain_excepthooks, wrap_backward, wrap_showwarnmsg
-from _repro_gate_ranks import rank_and_world_size, reference_path
+from _repro_gate_ranks import rank_and_world_size
 from _repro_gate_resume import STOP_REASON, Resume
 from _repro_gate_seeding import Seeding
-from _repro_gate_trajectory import ReferenceTrajectory, TrajectoryWriter
+from _repro_gate_trajectory import TrajectoryWriter
 
 if TYPE_CHECKING:
     from _repro_gate_alerts import AlertRecorder
@@ -129,7 +131,6 @@ class Probe:
         self.last_loss: Any = None
         self._alerts: AlertRecorder | None = None  # set once torch is imported
         self._trajectory: TrajectoryWriter | None = None  # set at the first step
-        self._reference: ReferenceTrajectory | None = None
         self._param_names = ParameterNames(self._on_root_call)
         self._inputs: StepInputs | None = None  # set once torch is imported
         self._recorder: StepRecorder | None = None  # set once torch is imported
@@ -188,7 +189,7 @@ class Probe:
         self.owner = self.claimed = False
         self.steps = self.resume.first_step or 0
         self.stopped = self.stop_step = None
-        self._trajectory = self._reference = None
+        self._trajectory = None
         if self._recorder is not None:
             self._recorder.reset()
 
@@ -260,14 +261,12 @@ class Probe:
             if not self._is_mine():
                 return
         try:
-            records = self._record_step(optimizer)
+            self._record_step(optimizer)
         except Exception as error:
             self._error(f"recording step {self.steps}: {error!r}")
-            records = []
         self.resume.after_step(self.rank)
-        for record in records:  # on an accelerator: the previous step's (lagged)
-            if self._reference is not None and self._reference.differs(record):
-                self._stop("divergence", record["step"])
+        if os.path.exists(os.path.join(self.out_dir, STOP_FILE)):  # the gate's fail-fast
+            self._stop(GATE_STOP_REASON, self.steps)
         if self.max_steps is not None and self.steps >= self.max_steps:
             self._stop("max_steps", self.steps)
         self.last_step_end = time.perf_counter()
@@ -290,8 +289,8 @@ class Probe:
             self._error(f"recording gradients at step {self.steps + 1}: {error!r}")
         self.last_step_end += time.perf_counter() - started  # the probe's time is not the step's
 
-    def _record_step(self, optimizer: Any) -> list[dict[str, Any]]:
-        """The records this step completed (written), to match against the reference."""
+    def _record_step(self, optimizer: Any) -> None:
+        """Write the records this step completed (on an accelerator, the previous step's)."""
         header = {"step": self.steps + 1, "time": time.perf_counter() - self.last_step_end}
         named, complete = self._param_names.named_parameters(optimizer)
         self._param_names.watch_forward(not complete)
@@ -299,21 +298,17 @@ class Probe:
             self.max_steps = self._arms.on_step(header, self._write_json)
         self.steps += 1
         if self._recorder is None:
-            return []
+            return
         records = self._recorder.after_step(optimizer, named, header, self.last_loss)
         if self._trajectory is not None:
             self._trajectory.extend(records)
-        return records
 
     def _claim(self) -> None:
-        """At the first step: learn the rank, take its files and its reference trajectory."""
+        """At the first step: learn the rank and take its files."""
         self.rank, self.world_size = rank_and_world_size(self._torch, self._error)
         self.claimed = True
         path = os.path.join(self.out_dir, rank_file(TRAJECTORY_FILE, self.rank))
         self._trajectory = TrajectoryWriter(path, append=self.resume.first_step is not None)
-        reference = reference_path(os.environ.get(ENV_REFERENCE_TRAJECTORY), self.rank)
-        if reference is not None:
-            self._reference = ReferenceTrajectory(reference, self._error)
         if self._fingerprint is not None:
             self._fingerprint.note_process_group()
         if self.owner:
@@ -325,7 +320,7 @@ class Probe:
         if not self.claimed:  # stopped before its first step: its files are still its own
             self._claim()
         self.stopped = reason
-        self.stop_step = step  # on an accelerator, a divergence is seen a step later
+        self.stop_step = step
         self.finish()
         self.resume.before_exit(reason, self.world_size)  # the other ranks' files, written
         for stream in (sys.stdout, sys.stderr):

@@ -1,12 +1,10 @@
-"""Which rank a process is, and where run A's trajectory of that rank lies (fail-fast)."""
+"""Which rank a process is, and how many there are."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
 from typing import Any
-
-from _repro_gate_contract import TRAJECTORY_FILE, rank_file
 
 # Set by torchrun (and by hand for other launchers); torch.distributed, when initialised, wins.
 RANK_VARIABLES = ("RANK", "LOCAL_RANK")
@@ -28,18 +26,3 @@ def rank_and_world_size(torch: Any, on_error: Callable[[str], None]) -> tuple[in
     except ValueError:
         on_error(f"rank {rank!r} or world size {world_size!r} is not an integer")
         return 0, 1
-
-
-def reference_path(value: str | None, rank: int) -> str | None:
-    """Run A's trajectory of `rank`, from the reference variable's value (run A's probe
-    directory, or, from earlier gates, its rank 0 file); None when there is none to match."""
-    if not value:
-        return None
-    if os.path.isdir(value):
-        directory = value
-    elif rank == 0:
-        return value
-    else:  # rank 0's file: the other ranks' files lie beside it
-        directory = os.path.dirname(value)
-    path = os.path.join(directory, rank_file(TRAJECTORY_FILE, rank))
-    return path if os.path.isfile(path) else None

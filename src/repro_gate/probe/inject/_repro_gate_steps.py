@@ -6,8 +6,8 @@ update, the step's input batch, the model's output, the loss and the model's buf
 (`_repro_gate_buffers`), and starts copying all of it
 to the host in one transfer per device (`_repro_gate_host_read`). On the host (CPU) the record
 is complete at once. On an accelerator it is read at the next step's post-hook, or when the run
-ends (`flush`), so the host never waits for the device: fail-fast sees a step's record one step
-later.
+ends (`flush`), so the host never waits for the device: the gate's fail-fast sees a step's
+record one step later.
 
 Sampling (host only): a full pass over every parameter and gradient at every step costs more
 than the probe's budget on a CPU (docs/performance.md). So the parameters and gradients of
@@ -16,8 +16,8 @@ the ((s - 1) mod K)-th of K blocks of consecutive rows, so that every element is
 K steps; such a record says `"sampled": K`. The loss (exact bits), the input batch, the model's
 output (`"outputs"`, sampled the same way on the host only when it is as large) and the
 initial parameters are always recorded in full, as are smaller tensors, so a divergence shows
-in the loss or the output at once or in the rotation within K steps, and fail-fast still stops
-the run. What sampling costs is precision about where it
+in the loss or the output at once or in the rotation within K steps, and the gate's fail-fast
+still stops the run. What sampling costs is precision about where it
 started (see compare/cause.py's caveat).
 """
 

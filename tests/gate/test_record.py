@@ -16,6 +16,7 @@ from repro_gate.gate.evidence import Evidence
 from repro_gate.gate.record import (
     GateState,
     assemble,
+    attach_hash_seeds,
     attach_op,
     attach_unseeded,
     deterministic,
@@ -107,6 +108,18 @@ def test_an_unseeded_training_is_named_at_its_divergence() -> None:
     seeded = divergent("initialization")
     attach_unseeded(seeded, {"fingerprint": {"random": {"seeding": {"unseeded": []}}}})
     assert "unseeded" not in seeded["first_divergence"]
+
+
+def test_a_divergence_between_runs_of_different_hash_seeds_records_them() -> None:
+    comparison, pinned = divergent("input"), divergent("input")
+    records = [replace(run("A"), hash_seed="0"), replace(run("B"), hash_seed="1"),
+               run("cost", "cost")]
+
+    attach_hash_seeds(comparison, records)
+    attach_hash_seeds(pinned, [replace(r, hash_seed="7") for r in records[:2]])
+
+    assert comparison["first_divergence"]["hash_seeds"] == {"A": "0", "B": "1"}
+    assert "hash_seeds" not in pinned["first_divergence"]  # the user's one seed for both
 
 
 def test_the_noise_floor_compares_the_two_default_runs() -> None:

@@ -220,7 +220,8 @@ def execute_runs(
             first = state.records[0]
             recorded = first.trajectory or first.other_ranks
             reference = probe_output_dir(first.run_dir) if recorded else None
-        spec = training_run.build_spec(config, launcher, name, "deterministic", reference)
+        spec = training_run.build_spec(config, launcher, name, "deterministic", reference,
+                                       hash_seed=training_run.RUN_A_HASH_SEED + index)
         if index == 0:
             resume_run.record_states(config, spec)
         record = _execute(config, launcher, spec, sink_for)

@@ -132,6 +132,7 @@ def assemble(
     attach_op(comparison, ops)
     sections = fingerprint_sections(config, state)  # may record an error: before the verdict
     attach_unseeded(comparison, sections)
+    attach_hash_seeds(comparison, state.records)
     compare_golden(config, state, comparison, sections)
     cost = measure_cost(config, state.records) if config.cost.enabled else None
     if state.error is not None:
@@ -213,6 +214,19 @@ def attach_unseeded(comparison: Comparison, sections: dict[str, Any]) -> None:
     anchor = unseeded_anchor(record)
     if divergence and anchor is not None:
         divergence["unseeded"] = anchor
+
+
+def attach_hash_seeds(comparison: Comparison, records: list[RunRecord]) -> None:
+    """A divergence between runs that had different hash seeds records them: the diagnosis
+    names the hash seed among the causes of what it can stem from (initial parameters, input)."""
+    divergence = comparison.get("first_divergence")
+    if not divergence:
+        return
+    named = set(divergence.get("runs") or [])
+    seeds = {r.name: r.hash_seed for r in deterministic(records) if r.name in named}
+    values = set(seeds.values())
+    if len(values) > 1 and None not in values:
+        divergence["hash_seeds"] = {name: str(seed) for name, seed in seeds.items()}
 
 
 def fingerprint_sections(config: Config, state: GateState) -> dict[str, Any]:

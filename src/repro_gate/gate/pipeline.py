@@ -20,7 +20,15 @@ from repro_gate.compare.run_pair import check_something_compared, compare_runs, 
 from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
 from repro_gate.cost import plan as cost_plan
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError, one_line
-from repro_gate.gate import evidence, file_lock, golden_run, resume_run, training_run, verdict
+from repro_gate.gate import (
+    evidence,
+    file_lock,
+    golden_run,
+    resume_run,
+    training_run,
+    vary_runs,
+    verdict,
+)
 from repro_gate.gate.localise import localise
 from repro_gate.gate.record import GateState, assemble, deterministic, now
 from repro_gate.launch import cancel, progress
@@ -209,8 +217,9 @@ def ensure_writable(output_dir: Path) -> None:
 def execute_runs(
     config: Config, launcher: Launcher, state: GateState, sink_for: SinkFactory
 ) -> None:
-    """Deterministic runs A, B, … (B onwards fail-fast against A), then the cost run and the
-    noise floor's two default-mode runs."""
+    """Deterministic runs A, B, … (B onwards fail-fast against A), the runs that vary one factor
+    of the environment each (`vary`), then the cost run and the noise floor's two default-mode
+    runs."""
     for index in range(config.runs):
         name = chr(ord("A") + index)
         reference = None
@@ -230,6 +239,9 @@ def execute_runs(
         evidence.check_run(record, config.command)
         if state.strict_stop or record.stopped == "divergence":
             return
+    if config.vary.factors:
+        state.vary = vary_runs.run_all(config, launcher, state.records,
+                                       lambda spec: _execute(config, launcher, spec, sink_for))
     if not config.cost.enabled:
         return
     planned: list[tuple[str, Mode, int]] = [

@@ -47,6 +47,7 @@ ENGINE_GROUP = "container-engines"
 # Modules whose tests are scenarios of several gates (a golden file blessed then changed, two
 # environments compared, one clone gated in turn): `slow`, left out of the pull-request tier.
 MULTI_GATE_SCENARIOS = {
+    "tests/acceptance/cli/test_check_vary.py",
     "tests/acceptance/cli/test_golden.py",
     "tests/acceptance/cli/test_golden_rebuild.py",
     "tests/acceptance/cli/test_upgrade_command.py",

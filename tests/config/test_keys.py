@@ -64,7 +64,7 @@ def json_types(node: dict[str, Any]) -> set[str]:
 
 def document_leaves(document: dict[str, Any], prefix: str = "") -> set[str]:
     sections = {"compare", "cost", "reference", "container", "report", "metrics", "upgrade",
-                "golden"}
+                "golden", "vary"}
     leaves: set[str] = set()
     for name, value in document.items():
         if not prefix and name in sections:

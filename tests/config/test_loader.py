@@ -85,6 +85,8 @@ def test_overrides_are_merged_into_the_sections_of_the_file(tmp_path: Path) -> N
         ("env: {ACTIONS_ID_TOKEN_REQUEST_TOKEN: x}\n",
          "env: ACTIONS_ID_TOKEN_REQUEST_TOKEN is a credential of the gate"),
         ("workdir: nowhere\n", "does not exist"),
+        ("vary: threads,colour\n", "vary: must be a comma list or a list of threads, hostname,"
+                                    " path, time, fileordering, all; or a mapping"),
     ],
 )
 def test_a_bad_value_is_refused_before_anything_runs(tmp_path: Path, text: str,

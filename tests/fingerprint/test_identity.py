@@ -48,6 +48,7 @@ def test_volatile_facts_stay_out_of_the_hash() -> None:
     moved["code"].update(ref="refs/heads/other", remote_url="https://example.com/fork.git")
     moved["env"]["kernel"] = "6.8.0"
     moved["random"]["torch_initial_seed"] = 99
+    moved["random"]["pythonhashseed"] = "1"  # each run gets its own
     moved["hardware"]["hostname"] = "runner-2"
     moved["hardware"]["gpus"][0].update(uuid="GPU-0", pci_bus_id="00000000:AA:00.0")
     moved["data"]["paths"][0]["file_sha256"] = {}

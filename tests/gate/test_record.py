@@ -10,12 +10,14 @@ from typing import Any
 from repro_gate.compare.document import Comparison
 from repro_gate.compare.run_pair import empty_comparison
 from repro_gate.compare.status import Status
-from repro_gate.config import Config, CostConfig, GoldenConfig, ToleranceConfig
+from repro_gate.compare.vary import not_run
+from repro_gate.config import Config, CostConfig, GoldenConfig, ToleranceConfig, VaryConfig
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.gate.evidence import Evidence
 from repro_gate.gate.record import (
     GateState,
     assemble,
+    attach_hash_seeds,
     attach_op,
     attach_unseeded,
     deterministic,
@@ -23,9 +25,10 @@ from repro_gate.gate.record import (
     noise_floor,
     nondeterministic_ops,
     numerics_rule,
+    portability_rule,
 )
 from repro_gate.gate.training_run import RunRecord
-from repro_gate.gate.verdict import BITWISE_EQUAL, NUMERICS_CHANGED, reason
+from repro_gate.gate.verdict import BITWISE_EQUAL, NOT_PORTABLE, NUMERICS_CHANGED, reason
 from repro_gate.launch.base import Mode
 
 
@@ -109,6 +112,18 @@ def test_an_unseeded_training_is_named_at_its_divergence() -> None:
     assert "unseeded" not in seeded["first_divergence"]
 
 
+def test_a_divergence_between_runs_of_different_hash_seeds_records_them() -> None:
+    comparison, pinned = divergent("input"), divergent("input")
+    records = [replace(run("A"), hash_seed="0"), replace(run("B"), hash_seed="1"),
+               run("cost", "cost")]
+
+    attach_hash_seeds(comparison, records)
+    attach_hash_seeds(pinned, [replace(r, hash_seed="7") for r in records[:2]])
+
+    assert comparison["first_divergence"]["hash_seeds"] == {"A": "0", "B": "1"}
+    assert "hash_seeds" not in pinned["first_divergence"]  # the user's one seed for both
+
+
 def test_the_noise_floor_compares_the_two_default_runs() -> None:
     steps_a = [{"step": 1, "loss": 1.0}, {"step": 2, "loss": 0.5}]
     steps_b = [{"step": 1, "loss": 1.0}, {"step": 2, "loss": 0.6}]
@@ -119,6 +134,30 @@ def test_the_noise_floor_compares_the_two_default_runs() -> None:
                                     "runs": ["default", "default2"]}
     crashed = [records[1], replace(records[2], exit_code=1)]
     assert noise_floor(crashed) is None
+
+
+def test_a_changed_factor_fails_the_gate_only_when_on_change_is_fail(tmp_path: Path) -> None:
+    comparison = empty_comparison(ToleranceConfig())
+    comparison["vary"] = [
+        {"factor": "threads", "status": "changed", "values": {"A": 2, "V": 1},
+         "first_divergence": {"step": 3, "cause": "forward", "parameters": ["w"]},
+         "artifacts": [], "note": ""},
+        not_run("time", "libfaketime is not installed (the Debian package faketime)")]
+    passed = [reason(BITWISE_EQUAL, "equal")]
+    failing = Config(workdir=tmp_path, output_dir=tmp_path / "out",
+                     vary=VaryConfig(factors=("threads", "time")))
+    warning = replace(failing, vary=VaryConfig(factors=("threads", "time"), on_change="warn"))
+
+    outcome, reasons = portability_rule(failing, comparison, "pass", passed)
+
+    assert outcome == "fail"
+    assert reasons[0] == reason(NOT_PORTABLE, "the numbers change with threads (step 3, forward"
+                                " pass diverges): pin the thread count (torch.set_num_threads(N)"
+                                " and OMP_NUM_THREADS=N)")
+    assert reasons[1:] == passed
+    assert portability_rule(warning, comparison, "pass", passed) == ("pass", passed)
+    comparison["vary"] = comparison["vary"][1:]  # not run is never changed
+    assert portability_rule(failing, comparison, "pass", passed) == ("pass", passed)
 
 
 def test_changed_numerics_fail_the_gate_only_when_on_change_is_fail(tmp_path: Path) -> None:

@@ -76,9 +76,9 @@ def test_without_a_command_the_reference_training_runs(tmp_path: Path) -> None:
 
 
 def test_the_run_environment_of_each_mode(tmp_path: Path) -> None:
-    config = config_in(tmp_path, seed=7, env={"PYTHONHASHSEED": "1", "MINE": "x"})
+    config = config_in(tmp_path, seed=7, env={"PYTHONHASHSEED": "5", "MINE": "x"})
 
-    deterministic = run_environment(config, "deterministic", max_steps=5)
+    deterministic = run_environment(config, "deterministic", max_steps=5, hash_seed=1)
     default = run_environment(config, "default", max_steps=0)
 
     assert deterministic[probe.ENV_MODE] == "deterministic"
@@ -86,17 +86,32 @@ def test_the_run_environment_of_each_mode(tmp_path: Path) -> None:
     assert deterministic[probe.ENV_MAX_STEPS] == "5"
     assert deterministic["CUBLAS_WORKSPACE_CONFIG"] == DETERMINISM_VARIABLES[
         "CUBLAS_WORKSPACE_CONFIG"]
-    assert deterministic["PYTHONHASHSEED"] == "1"  # the user's `env` comes last
+    assert deterministic["PYTHONHASHSEED"] == "5"  # the user's `env` comes last
     assert default == {probe.ENV_MODE: "default", probe.ENV_DETERMINISM: "warn",
-                       "PYTHONHASHSEED": "1", "MINE": "x"}
+                       "PYTHONHASHSEED": "5", "MINE": "x"}
     assert probe.ENV_COST_PLAN in run_environment(config, "cost", max_steps=0)
 
 
-def test_the_user_environment_records_the_users_and_the_gates_values(tmp_path: Path) -> None:
-    values = json.loads(user_environment(config_in(tmp_path, env={"PYTHONHASHSEED": "42"})))
+def test_each_deterministic_run_gets_its_own_hash_seed_and_the_cost_run_none(
+    tmp_path: Path,
+) -> None:
+    config = config_in(tmp_path)
 
-    assert values["PYTHONHASHSEED"] == "42"
-    assert values["gate:PYTHONHASHSEED"] == DETERMINISM_VARIABLES["PYTHONHASHSEED"]
+    assert run_environment(config, "deterministic", max_steps=0)["PYTHONHASHSEED"] == "0"
+    assert run_environment(config, "deterministic", max_steps=0, hash_seed=1)[
+        "PYTHONHASHSEED"] == "1"
+    assert "PYTHONHASHSEED" not in run_environment(config, "cost", max_steps=0)
+    assert "PYTHONHASHSEED" not in run_environment(config, "default", max_steps=0)
+
+
+def test_the_user_environment_records_the_users_and_the_gates_values(tmp_path: Path) -> None:
+    values = json.loads(user_environment(config_in(tmp_path, env={"CUBLAS_WORKSPACE_CONFIG":
+                                                                 ":16:8"})))
+
+    assert values["CUBLAS_WORKSPACE_CONFIG"] == ":16:8"
+    assert values["gate:CUBLAS_WORKSPACE_CONFIG"] == DETERMINISM_VARIABLES[
+        "CUBLAS_WORKSPACE_CONFIG"]
+    assert "gate:PYTHONHASHSEED" not in values  # observed per run, not a setting of the gate
 
 
 def test_build_spec_gives_a_fresh_run_directory_with_its_own_copy(
@@ -174,6 +189,18 @@ def test_gather_reads_every_ranks_probe_files_and_what_the_run_wrote(
     assert gathered.divergence is None
     assert sorted(p.name for p in (spec.run_dir / WORK_SUBDIR).iterdir()) == ["model.pt"]
     assert not spec.workdir.exists()  # moved into the run directory
+
+
+def test_a_run_records_the_hash_seed_it_got(tmp_path: Path) -> None:
+    config = config_in(tmp_path, command="python train.py")
+
+    spec = build_spec(config, LocalLauncher(), "B", "deterministic", hash_seed=1)
+    gathered = gather(LocalLauncher(), spec, RunOutcome(0, 1.0), [])
+    cost = build_spec(config, LocalLauncher(), "cost", "cost")
+
+    assert gathered.hash_seed == "1"
+    assert gathered.to_manifest()["hash_seed"] == "1"
+    assert "hash_seed" not in gather(LocalLauncher(), cost, RunOutcome(0, 1.0), []).to_manifest()
 
 
 def test_how_a_run_ended(tmp_path: Path) -> None:

@@ -5,9 +5,11 @@ tiny Python scripts under the real init (the kernel must allow user namespaces).
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -105,6 +107,43 @@ def test_two_runs_never_see_each_others_files_or_folders(tmp_path: Path) -> None
     assert (first.run_dir / "mine.txt").read_text() == "A"
     assert (second.run_dir / "mine.txt").read_text() == "B"
     assert Layer(second.run_dir / "work").written() == {"model.pt"}
+
+
+def test_a_run_may_have_its_own_host_name(tmp_path: Path) -> None:
+    workspace = project(tmp_path)
+    run_spec = spec(workspace, "V-hostname", "import socket; print(socket.gethostname())")
+    assert run_spec.isolation is not None
+    run_spec.isolation = replace(run_spec.isolation, hostname="elsewhere")
+
+    assert run(run_spec) == (0, ["elsewhere"])
+    assert run(spec(workspace, "A", "import socket; print(socket.gethostname())")) == (
+        0, [socket.gethostname()])
+
+
+def test_a_run_may_see_the_workspace_at_another_path_its_own_only_read(tmp_path: Path) -> None:
+    workspace = project(tmp_path)
+    before = tree(workspace)
+    code = ("import os, pathlib\n"
+            "print(os.getcwd())\n"
+            "pathlib.Path('a.txt').write_text('changed\\n')\n"
+            "print(sorted(os.listdir('repro-gate-out')), os.path.exists('sub/c.txt'))\n"
+            "try:\n"
+            "    pathlib.Path(os.environ['WORKSPACE'], 'b.txt').write_text('x')\n"
+            "except OSError as error:\n"
+            "    print('refused', error.errno)\n")
+    run_spec = spec(workspace, "V-path", code)
+    moved = run_spec.run_dir / "moved" / "project"
+    moved.mkdir(parents=True)
+    assert run_spec.isolation is not None
+    run_spec.isolation = replace(run_spec.isolation, mount_at=moved)
+    run_spec.env["WORKSPACE"] = str(workspace)
+
+    exit_code, lines = run(run_spec)
+
+    assert exit_code == 0, lines
+    assert lines == [str(moved), "[] True", "refused 30"]  # the gate's folders masked there too
+    assert tree(workspace) == before
+    assert Layer(run_spec.isolation.upper).written() == {"a.txt"}
 
 
 def test_a_setsid_grandchild_never_writes_after_the_run(tmp_path: Path) -> None:

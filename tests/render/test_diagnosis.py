@@ -124,6 +124,23 @@ def test_check_run_summary_and_comment_say_the_cause(cause: str) -> None:
     assert comment.index("### ❌") < why < comment.index("| Verdict |")
 
 
+def test_runs_with_different_hash_seeds_name_it_with_its_fix_where_it_can_be_the_cause(
+) -> None:
+    seeds = {"det-1": "0", "det-2": "1"}
+    input_change = failing(cause="input", step=1, hash_seeds=seeds)
+    backward = failing(cause="backward", **CAUSES["backward"][0], hash_seeds=seeds)
+
+    clause = ("; runs det-1 and det-2 had different hash seeds (PYTHONHASHSEED 0 and 1): if the"
+              " training numbers or orders anything by iterating a set of strings (a vocabulary,"
+              " a list of files), iterate sorted, not a set")
+    assert sentence_of(input_change) == CAUSES["input"][1] + clause
+    assert "    hash seeds: 0 and 1" in console.render(input_change, None).splitlines()
+    assert "hash seeds" not in sentence_of(backward)  # equal inputs and loss: not the hash seed
+    unseeded = failing(cause="initialization", step=1, hash_seeds=seeds,
+                       unseeded={"generators": ["torch"], "seeded_late": False})
+    assert "hash seeds" not in sentence_of(unseeded)  # a cause already certain
+
+
 def test_forward_names_the_module_everywhere() -> None:
     manifest = failing(cause="forward", **CAUSES["forward"][0])
     assert "      module: body.1" in console.render(manifest, None).splitlines()

@@ -55,6 +55,33 @@ class ResumeComparison(TypedDict):
     note: str
 
 
+class VaryDivergence(TypedDict):
+    step: int
+    cause: str | None  # the gate's usual cause (compare/cause.py)
+    parameters: list[str]
+
+
+class VaryArtifact(TypedDict):
+    """An artifact of the varied run that differs from run A's: its tensors that differ, and
+    its other values that differ by key path (`hparams.data_dir`)."""
+
+    path: str
+    status: str  # an artifact status (compare/status.py)
+    tensors: list[str]
+    keys: list[str]
+
+
+class VaryResult(TypedDict):
+    """`comparison.vary[]`: run V-<factor>, like run A but for one factor, against run A."""
+
+    factor: str
+    status: str  # same | changed | not_run | error (status.Vary)
+    values: dict[str, str | int | None]  # the factor's setting in run A and in run V
+    first_divergence: VaryDivergence | None
+    artifacts: list[VaryArtifact]
+    note: str
+
+
 class _Comparison(TypedDict):
     basis: str  # bitwise | tolerance
     artifacts: list[ArtifactResult]
@@ -64,8 +91,10 @@ class _Comparison(TypedDict):
 
 class Comparison(_Comparison, total=False):
     """`comparison`: the first run against every other one, run A against its golden
-    trajectory (`golden`, set by the gate: None when it did not compare) and the resume check
-    (`resume`: None when `resume` is not configured)."""
+    trajectory (`golden`, set by the gate: None when it did not compare), the resume check
+    (`resume`: None when `resume` is not configured) and the runs that vary one factor of the
+    environment each (`vary`: present when `vary` is configured)."""
 
     golden: dict[str, Any] | None
     resume: ResumeComparison | None
+    vary: list[VaryResult]

@@ -43,6 +43,16 @@ class Resume(StrEnum):
     NOT_RUN = "not_run"  # A and B did not agree, or the gate stopped before run R
 
 
+class Vary(StrEnum):
+    """How a run that varies one factor of the environment compares with run A
+    (`comparison.vary[].status`)."""
+
+    SAME = Numerics.SAME.value  # equal, or within the gate's tolerance
+    CHANGED = Numerics.CHANGED.value
+    NOT_RUN = Resume.NOT_RUN.value  # runs A and B differ, or the factor cannot be varied here
+    ERROR = "error"  # the run crashed or timed out: nothing is known of the factor
+
+
 EQUAL = Status.EQUAL
 WITHIN_TOLERANCE = Status.WITHIN_TOLERANCE
 DIFFERENT = Status.DIFFERENT

@@ -30,6 +30,7 @@ class FirstDivergence(_DivergenceAt, total=False):
     note: str
     # Added by the gate after the comparison: the seeding it saw, run L's module, the op.
     unseeded: dict[str, Any]
+    hash_seeds: dict[str, str]  # the runs' PYTHONHASHSEED, when they differ
     module: str | None
     localisation: dict[str, str]
     op: dict[str, Any] | None

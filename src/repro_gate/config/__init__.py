@@ -16,6 +16,7 @@ from repro_gate.config.model import (
     ResumeConfig,
     ToleranceConfig,
 )
+from repro_gate.config.vary import VaryConfig
 
 __all__ = [
     "DEFAULT_NAME",
@@ -31,6 +32,7 @@ __all__ = [
     "ReportConfig",
     "ResumeConfig",
     "ToleranceConfig",
+    "VaryConfig",
     "load",
     "recorded_section",
 ]

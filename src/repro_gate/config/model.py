@@ -12,6 +12,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
+from repro_gate.config.vary import OnChange, VaryConfig
+
 DEFAULT_NAME = "repro-gate"
 DEFAULT_WORKDIR = "."
 DEFAULT_OUTPUT_DIR = "repro-gate-out"
@@ -37,7 +39,6 @@ Device = Literal["auto", "cpu", "cuda"]
 Determinism = Literal["warn", "strict"]
 ReportStatus = Literal["fallback", "always", "never"]
 ErrorConclusion = Literal["failure", "neutral"]
-OnChange = Literal["fail", "warn"]
 Gpus = str | int | tuple[str, ...]  # "all", "none", a count, or device IDs/UUIDs
 # The training command as the user gave it: a string runs through `/bin/sh -c` (like a
 # workflow `run:` step), an argv list runs as is, without a shell.
@@ -282,6 +283,7 @@ class Config:
     metrics: MetricsConfig = MetricsConfig()
     upgrade: UpgradeConfig = UpgradeConfig()
     golden: GoldenConfig = GoldenConfig()
+    vary: VaryConfig = field(default_factory=VaryConfig)
 
     def in_action(self) -> Config:
         """This configuration under the action's profile: a container run without `gpus`
@@ -328,6 +330,7 @@ class Config:
             metrics=MetricsConfig(**(doc.get("metrics") or {})),
             upgrade=UpgradeConfig.from_document(doc.get("upgrade")),
             golden=GoldenConfig.from_document(doc.get("golden")),
+            vary=VaryConfig.from_document(doc.get("vary")),
         )
 
     def as_document(self) -> dict[str, Any]:
@@ -364,6 +367,7 @@ class Config:
             "metrics": _present(self.metrics),
             "upgrade": self.upgrade.as_document(),
             "golden": _present(self.golden),
+            "vary": self.vary.as_document(),
         }
         present = {key: value for key, value in document.items() if value is not None}
         return {**present, "config_file": str(self.config_file) if self.config_file else None}

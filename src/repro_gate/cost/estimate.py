@@ -27,9 +27,8 @@ T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
          2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
          2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 Z_975 = 1.959964
-NOTE = ("CUBLAS_WORKSPACE_CONFIG and PYTHONHASHSEED are set for the whole cost run (cuBLAS reads"
-        " its workspace setting once, at start-up), so both arms pay for them and the figure"
-        " leaves them out")
+NOTE = ("CUBLAS_WORKSPACE_CONFIG is set for the whole cost run (cuBLAS reads its workspace"
+        " setting once, at start-up), so both arms pay for it and the figure leaves it out")
 Status = Literal["measured", "inconclusive"]
 BudgetStatus = Literal["over", "within", "inconclusive"]
 

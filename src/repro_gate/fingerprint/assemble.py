@@ -12,8 +12,10 @@ from repro_gate.fingerprint.seeding import seeding
 FORMAT_VERSION = 1
 DEFAULT_RUN = "default"  # the cost run: determinism off on purpose, so not the source of flags
 # In-process facts that legitimately differ from run to run.
+# Facts that may differ between deterministic runs: the hash seed differs on purpose.
 VOLATILE_IN_PROCESS = ("dataloaders", "errors", "random.torch_initial_seed",
-                       "random.seeding.calls", "random.seeding.first_parameter")
+                       "random.seeding.calls", "random.seeding.first_parameter",
+                       "random.pythonhashseed")
 
 
 def deterministic_runs(in_process: dict[str, dict[str, Any] | None]) -> dict[str, dict[str, Any]]:

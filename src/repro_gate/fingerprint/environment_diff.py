@@ -9,8 +9,7 @@ from repro_gate.fingerprint.identity import config_hash, identity
 CATEGORIES = ("code", "data", "env", "random", "hardware")
 MAX_NAMED = 5  # packages or files named in one line before "..."
 # Facts whose absence means "not set" rather than "not known".
-UNSET_WORDING = ("random.seed", "random.seeded_by_training", "random.pythonhashseed",
-                 "random.cublas_workspace_config")
+UNSET_WORDING = ("random.seed", "random.seeded_by_training", "random.cublas_workspace_config")
 
 LABELS = {
     "code.commit": "commit",
@@ -33,7 +32,6 @@ LABELS = {
     "env.numpy": "numpy",
     "random.seed": "seed supplied by the gate",
     "random.seeded_by_training": "generators the training seeds",
-    "random.pythonhashseed": "PYTHONHASHSEED",
     "random.deterministic_algorithms": "deterministic algorithms",
     "random.warn_only": "deterministic warn-only",
     "random.cudnn_deterministic": "cuDNN deterministic",

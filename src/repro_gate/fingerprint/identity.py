@@ -2,7 +2,8 @@
 
 What is in and what is out is listed in docs/fingerprint.md; `identity()` is the single place that
 decides it. Volatile facts (GPU UUIDs, PCI bus IDs, host names, timestamps, durations, the kernel
-release, the git ref and remote) stay in the fingerprint but out of the hash.
+release, the git ref and remote) stay in the fingerprint but out of the hash, and so does the
+hash seed: the gate gives each run its own.
 """
 
 from __future__ import annotations
@@ -66,7 +67,6 @@ def identity(fingerprint: dict[str, Any]) -> dict[str, Any]:
         "random": {
             "seed": random.get("seed"),
             "seeded_by_training": seeded_by_training(random.get("seeding")),
-            "pythonhashseed": random.get("pythonhashseed"),
             **{key: flags.get(key) for key in FLAG_FIELDS},
             "torch_num_threads": threads.get("torch_num_threads"),
             "torch_num_interop_threads": threads.get("torch_num_interop_threads"),

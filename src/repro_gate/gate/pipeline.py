@@ -28,6 +28,7 @@ from repro_gate.gate import (
     golden_run,
     resume_run,
     training_run,
+    vary_runs,
     verdict,
 )
 from repro_gate.gate.collect import written_nearest
@@ -227,8 +228,9 @@ def ensure_writable(output_dir: Path) -> None:
 def execute_runs(
     config: Config, launcher: Launcher, state: GateState, sink_for: SinkFactory
 ) -> None:
-    """Deterministic runs A, B, … (B onwards fail-fast against A), then the cost run and the
-    noise floor's two default-mode runs."""
+    """Deterministic runs A, B, … (B onwards fail-fast against A), the runs that vary one factor
+    of the environment each (`vary`), then the cost run and the noise floor's two default-mode
+    runs."""
     for index in range(config.runs):
         name = chr(ord("A") + index)
         reference = None
@@ -237,7 +239,8 @@ def execute_runs(
             # Each rank of B is matched with run A's trajectory of the same rank.
             first = state.records[0]
             reference = fail_fast.Reference.of({0: first.trajectory, **first.other_ranks})
-        spec = training_run.build_spec(config, launcher, name, "deterministic")
+        spec = training_run.build_spec(config, launcher, name, "deterministic",
+                                       hash_seed=training_run.RUN_A_HASH_SEED + index)
         if index == 0:
             resume_run.record_states(config, spec)
         record = _execute(config, launcher, spec, sink_for, reference)
@@ -246,6 +249,10 @@ def execute_runs(
         evidence.check_run(config, record)
         if state.strict_stop or record.stopped == training_run.DIVERGENCE:
             return
+    if config.vary.factors:
+        state.vary = vary_runs.run_all(
+            config, launcher, state.records,
+            lambda spec, reference: _execute(config, launcher, spec, sink_for, reference))
     if not config.cost.enabled:
         return
     planned: list[tuple[str, Mode, int]] = [

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from repro_gate import fingerprint, manifest
-from repro_gate.compare.document import Comparison
+from repro_gate.compare.document import Comparison, VaryResult
 from repro_gate.compare.trajectory import compare_trajectories
 from repro_gate.config import Config
 from repro_gate.cost.estimate import cost_of_determinism
@@ -15,7 +15,7 @@ from repro_gate.cost.plan import plan
 from repro_gate.errors import GateError
 from repro_gate.fingerprint.checklist import weighed
 from repro_gate.fingerprint.seeding import unseeded_anchor
-from repro_gate.gate import verdict
+from repro_gate.gate import vary_runs, verdict
 from repro_gate.gate.evidence import Evidence, qualify
 from repro_gate.gate.training_run import RunRecord
 from repro_gate.golden.candidate import remove_stale, write_candidate
@@ -24,6 +24,7 @@ from repro_gate.golden.document import RunData
 from repro_gate.golden.document import build as build_golden
 from repro_gate.golden.rebuild import RunIn
 from repro_gate.probe import COST_FILE, read_json
+from repro_gate.render import vary_text
 from repro_gate.render.golden_line import golden_line
 
 MAX_ALERT_STEPS = 20
@@ -40,6 +41,7 @@ class GateState:
     error: GateError | None = None
     evidence: Evidence | None = None  # once the runs were compared
     run_golden: RunIn | None = None  # run G (gate/golden_run.py), once a launcher is open
+    vary: list[VaryResult] | None = None  # the runs V-<factor> (gate/vary_runs.py), once run
 
 
 def deterministic(records: list[RunRecord]) -> list[RunRecord]:
@@ -133,7 +135,12 @@ def assemble(
     attach_op(comparison, ops)
     sections = fingerprint_sections(config, state)  # may record an error: before the verdict
     attach_unseeded(comparison, sections)
+    attach_hash_seeds(comparison, state.records)
     compare_golden(config, state, comparison, sections)
+    if config.vary.factors:
+        agreed = state.error is None and not state.strict_stop and not verdict.failures(
+            comparison, [])
+        comparison["vary"] = vary_runs.recorded(config, state.vary, agreed)
     cost = measure_cost(config, state.records) if config.cost.enabled else None
     if state.error is not None:
         outcome, reasons = verdict.ERROR, [verdict.reason(state.error.kind, state.error.message)]
@@ -147,6 +154,7 @@ def assemble(
             applied = state.evidence is None or state.evidence.probe_loaded
             reasons = verdict.successes(comparison, len(deterministic(state.records)), applied)
             outcome, reasons = numerics_rule(config, comparison, reasons)
+            outcome, reasons = portability_rule(config, comparison, outcome, reasons)
         reasons = qualify(reasons, state.evidence)
         outcome, reasons = verdict.with_budget(outcome, reasons, cost)
     document = {
@@ -210,6 +218,16 @@ def numerics_rule(config: Config, comparison: Comparison, reasons: list[verdict.
                           *reasons]
 
 
+def portability_rule(config: Config, comparison: Comparison, outcome: str,
+                     reasons: list[verdict.Reason]) -> tuple[str, list[verdict.Reason]]:
+    """`vary.on_change`: a factor that changes the numbers fails the gate (`fail`) or is only
+    reported (`warn`: the console and the comment still say it)."""
+    if not vary_text.changed(comparison) or config.vary.on_change != "fail":
+        return outcome, reasons
+    return verdict.FAIL, [verdict.reason(verdict.NOT_PORTABLE, vary_text.reason_text(comparison)),
+                          *reasons]
+
+
 def attach_unseeded(comparison: Comparison, sections: dict[str, Any]) -> None:
     """A divergence of a training that left torch unseeded (or seeded it after creating its
     first parameter) names that as its cause: the diagnosis reads `first_divergence.unseeded`."""
@@ -218,6 +236,19 @@ def attach_unseeded(comparison: Comparison, sections: dict[str, Any]) -> None:
     anchor = unseeded_anchor(record)
     if divergence and anchor is not None:
         divergence["unseeded"] = anchor
+
+
+def attach_hash_seeds(comparison: Comparison, records: list[RunRecord]) -> None:
+    """A divergence between runs that had different hash seeds records them: the diagnosis
+    names the hash seed among the causes of what it can stem from (initial parameters, input)."""
+    divergence = comparison.get("first_divergence")
+    if not divergence:
+        return
+    named = set(divergence.get("runs") or [])
+    seeds = {r.name: r.hash_seed for r in deterministic(records) if r.name in named}
+    values = set(seeds.values())
+    if len(values) > 1 and None not in values:
+        divergence["hash_seeds"] = {name: str(seed) for name, seed in seeds.items()}
 
 
 def fingerprint_sections(config: Config, state: GateState) -> dict[str, Any]:

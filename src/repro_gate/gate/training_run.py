@@ -30,6 +30,11 @@ REFERENCE_MODULE = "repro_gate_reference"
 COST_RUN_NAME = "cost"  # one process, determinism switched between blocks of steps
 NOISE_FLOOR_RUN_NAMES = ("default", "default2")  # two default-mode runs, compared
 DIVERGENCE = "divergence"  # `stopped`: fail-fast stopped the run at its first divergent step
+HASH_SEED_VARIABLE = "PYTHONHASHSEED"
+# Run A's hash seed; run B gets 1, C 2, …: fixed, so a run can be repeated, and different, so a
+# training whose numbers follow the hash seed (a vocabulary numbered by iterating a set of
+# strings) fails the plain check. Runs compared with A alone (R, G, L) get A's.
+RUN_A_HASH_SEED = 0
 
 
 @dataclass
@@ -57,6 +62,7 @@ class RunRecord:
     divergence: fail_fast.Divergence | None = None  # where fail-fast stopped it
     # "localisation": the extra run of gate/localise.py, never compared, timed or fingerprinted
     purpose: str | None = None
+    hash_seed: str | None = None  # PYTHONHASHSEED as the run got it; None when the gate set none
 
     @property
     def ranks(self) -> int:
@@ -107,6 +113,8 @@ class RunRecord:
             entry["ranks"] = self.ranks
         if self.purpose is not None:
             entry["purpose"] = self.purpose
+        if self.hash_seed is not None:
+            entry["hash_seed"] = self.hash_seed
         if "container" in self.details:
             entry["container"] = self.details["container"]
         return entry
@@ -146,8 +154,10 @@ def user_environment(config: Config) -> str:
     return json.dumps(values, sort_keys=True)
 
 
-def run_environment(config: Config, mode: Mode, max_steps: int) -> dict[str, str]:
-    """Variables of the probe contract for one run, then the user's `env` on top."""
+def run_environment(config: Config, mode: Mode, max_steps: int,
+                    hash_seed: int = RUN_A_HASH_SEED) -> dict[str, str]:
+    """Variables of the probe contract for one run, then the user's `env` on top (a
+    `PYTHONHASHSEED` there is every run's: the user chose it)."""
     env: dict[str, str] = {
         probe.ENV_MODE: mode,
         probe.ENV_DETERMINISM: config.determinism,
@@ -161,6 +171,8 @@ def run_environment(config: Config, mode: Mode, max_steps: int) -> dict[str, str
     if mode in ("deterministic", "cost"):
         env.update(DETERMINISM_VARIABLES)
         env[probe.ENV_USER_ENV] = user_environment(config)
+    if mode == "deterministic":
+        env[HASH_SEED_VARIABLE] = str(hash_seed)
     if mode == "cost":
         env[probe.ENV_COST_PLAN] = cost_plan.plan(config.cost).to_env()
     env.update(config.env)
@@ -173,11 +185,13 @@ def build_spec(
     name: str,
     mode: Mode,
     max_steps: int = 0,
+    hash_seed: int = RUN_A_HASH_SEED,
 ) -> RunSpec:
     """A fresh run directory and the spec of one run: it sees the working directory through
     an overlay whose upper layer is in the run directory where the launcher isolates runs,
     else it starts in a fresh copy of it there. Either way the gate's folders are hidden from
-    it: no run sees another run's folder, the logs or the locks."""
+    it: no run sees another run's folder, the logs or the locks. `hash_seed` is a deterministic
+    run's."""
     output_dir = config.output_dir
     with progress.watching_phase(f"removing the earlier run folder of run {name}"):
         run_dir = fresh_run_dir(output_dir / "runs" / name)
@@ -195,7 +209,7 @@ def build_spec(
         workspace=config.workdir,
         isolation=isolation,
         run_dir=run_dir,
-        env=run_environment(config, mode, max_steps),
+        env=run_environment(config, mode, max_steps, hash_seed),
         timeout=config.timeout,
         log_path=output_dir / "logs" / f"{name}.log",
         python_path=[probe.INJECT_DIR, *extra_path],
@@ -316,6 +330,7 @@ def gather(
         details=dict(outcome.details),
         other_ranks={rank: steps for rank, steps in trajectories.items() if rank > 0},
         divergence=divergence,
+        hash_seed=spec.env.get(HASH_SEED_VARIABLE),
     )
 
 

@@ -25,6 +25,7 @@ WITHIN_TOLERANCE = status.WITHIN_TOLERANCE.value  # every artifact equal or with
 COST_OVER_BUDGET = "cost_over_budget"  # `cost.max_pct` set and the whole interval lies above it
 RESUME_CHANGED = "resume_changed"  # run R, stopped and resumed, did not continue as run A did
 NUMERICS_CHANGED = "numerics_changed"  # run A differs from its golden trajectory (on_change: fail)
+NOT_PORTABLE = "not_portable"  # a run that varied one factor differs from A (vary.on_change: fail)
 REASON_CODES = frozenset({
     TRAJECTORY_DIVERGED,
     ARTIFACT_DIFFERENT,
@@ -35,6 +36,7 @@ REASON_CODES = frozenset({
     COST_OVER_BUDGET,
     RESUME_CHANGED,
     NUMERICS_CHANGED,
+    NOT_PORTABLE,
 })
 
 

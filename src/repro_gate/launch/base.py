@@ -34,6 +34,13 @@ class Isolation:
 
     upper: Path  # the overlay's upper layer: exactly what the run wrote (<run_dir>/work)
     scratch: Path  # overlayfs's work folder: empty, on the upper layer's filesystem
+    # One factor of the environment changed for the run (gate/vary_runs.py); None: as a bare
+    # run has it. `mount_at`: the workspace seen at this other path (its own stays read-only);
+    # `hostname`: the host name of the run's own UTS namespace; `lower`: the folder the overlay
+    # reads the workspace from (the workspace listed in another order, launch/listing.py).
+    mount_at: Path | None = None
+    hostname: str | None = None
+    lower: Path | None = None
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""A local run in its own user, mount and PID namespace, seeing the workspace through an overlay.
+"""A local run in its own user, mount, UTS and PID namespace, seeing the workspace through an
+overlay.
 
 The run starts under `run_init.py` (its P0 and its PID 1), which builds the run's view of the
 files before the training starts:
@@ -16,6 +17,11 @@ files before the training starts:
   its probe and environment read-only; the overlay's layers inside the run folder are masked
   read-only (the run must not write a layer while it is mounted). No other run's folder, log
   or record is shown: fail-fast reads run B's trajectory from the gate's side.
+
+A run that varies one factor of the environment (gate/vary_runs.py) may see the overlay at
+another path (`mount_at`, a folder in its run folder; the workspace at its own path is then
+bound read-only, and the gate's folders are masked at both paths), under another host name
+(its UTS namespace's), or over another lower layer (the workspace listed in another order).
 
 When the training's main process exits, its PID 1 exits and the kernel kills every process left
 in the namespace before the gate's wait returns: no process of the run can write after it.
@@ -121,16 +127,28 @@ def plan(spec: RunSpec) -> dict[str, object]:
     assert spec.isolation is not None and spec.workspace is not None
     isolation = spec.isolation
     masks = outermost([path.resolve() for path in spec.hidden if path.is_dir()])
+    lower = spec.workspace.resolve()
+    mount_at = isolation.mount_at.resolve() if isolation.mount_at is not None else None
     shown = [(spec.run_dir, True), *((path, False) for path in spec.python_path)]
     if spec.python_environment is not None:
         shown.append((spec.python_environment.root, False))
     binds = [(str(path.resolve()), writable) for path, writable in shown
              if path.exists() and under(path.resolve(), masks)]
     root = repository_root(spec.workspace.resolve())
+    # The gate's folders inside the workspace, where the moved working copy shows them too.
+    moved_masks = [] if mount_at is None else [
+        str(mount_at / path.relative_to(lower)) for path in masks if path.is_relative_to(lower)]
+    cwd = spec.workdir
+    if mount_at is not None:
+        cwd = mount_at / spec.workdir.resolve().relative_to(lower)
     return {
         "argv": spec.argv,
-        "cwd": str(spec.workdir),
-        "lower": str(spec.workspace.resolve()),
+        "cwd": str(cwd),
+        "lower": str(lower),
+        "lower_source": str(isolation.lower or lower),
+        "mount_at": None if mount_at is None else str(mount_at),
+        "moved_masks": moved_masks,
+        "hostname": isolation.hostname,
         "upper": str(isolation.upper.resolve()),
         "scratch": str(isolation.scratch.resolve()),
         "read_only": [str(root)] if root is not None else [],

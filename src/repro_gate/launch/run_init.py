@@ -9,11 +9,12 @@ of the run's mounts exist, so it imports the standard library only. `PLAN` is th
     {"exec": ERRNO} | {"chdir": ERRNO}     the training could not be started
     {"setup": "MESSAGE"}                   a namespace or a mount was refused
 
-Processes: this one (P0) unshares a user, mount and PID namespace, maps the gate's uid to itself
-(root maps every uid, so files of other users can be copied up), mounts, and forks P1, the
-namespace's PID 1, which mounts its /proc and forks the training. When the training's main
-process exits, P1 exits, and the kernel kills every process left in the namespace *before* P0's
-wait returns: when the gate sees P0 end, nothing of the run is left to write into its folder.
+Processes: this one (P0) unshares a user, mount, UTS and PID namespace, maps the gate's uid to
+itself (root maps every uid, so files of other users can be copied up), mounts, names the host
+when the plan asks (a run that varies the host name), and forks P1, the namespace's PID 1,
+which mounts its /proc and forks the training. When the training's main process exits, P1
+exits, and the kernel kills every process left in the namespace *before* P0's wait returns:
+when the gate sees P0 end, nothing of the run is left to write into its folder.
 
 `--check DIR` tries the same in a scratch folder under DIR (an overlay mounted over a lower
 folder there) and prints why it failed, exit 1; exit 0 when the namespaces and overlayfs work.
@@ -31,8 +32,10 @@ import tempfile
 from typing import Any
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
+NAMESPACES = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWPID
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
@@ -84,12 +87,12 @@ def write(path: str, text: str) -> None:
 
 
 def enter_namespaces() -> None:
-    """Own user, mount and PID namespaces; the gate's uid and gid mapped to themselves."""
+    """Own user, mount, UTS and PID namespaces; the gate's uid and gid mapped to themselves."""
     uid, gid = os.geteuid(), os.getegid()
     if uid == 0:  # a root gate maps every id: a file of any owner can be copied up
         map_every_id()
     else:
-        call(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID), "unshare user, mount, pid")
+        call(libc.unshare(NAMESPACES), "unshare user, mount, uts, pid")
         write("/proc/self/setgroups", "deny")
         write("/proc/self/uid_map", f"{uid} {uid} 1")
         write("/proc/self/gid_map", f"{gid} {gid} 1")
@@ -113,12 +116,12 @@ def map_every_id() -> None:
             os._exit(1)
         os._exit(0)
     os.close(ready)
-    result = libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID)
+    result = libc.unshare(NAMESPACES)
     code = ctypes.get_errno()
     os.close(done)
     _, status = os.waitpid(helper, 0)
     if result != 0:
-        raise SetupError(f"unshare user, mount, pid: {os.strerror(code)}")
+        raise SetupError(f"unshare user, mount, uts, pid: {os.strerror(code)}")
     if status != 0:
         raise SetupError("write the uid and gid maps: refused")
 
@@ -161,27 +164,43 @@ def bind(fd: int, path: str, writable: bool, is_dir: bool) -> None:
 def build_view(plan: dict[str, Any]) -> None:
     """The run's view of the files: see launch/namespaces.py for what each step is for."""
     # Opened before anything is mounted over them: a path may be hidden by then.
-    opened = {path: os.open(path, os.O_PATH) for path in
-              [plan["lower"], plan["upper"], plan["scratch"], *(b[0] for b in plan["binds"])]}
+    source = plan.get("lower_source", plan["lower"])  # the workspace, or it listed otherwise
+    opened = {path: os.open(path, os.O_PATH) for path in dict.fromkeys(
+        [plan["lower"], source, plan["upper"], plan["scratch"], *(b[0] for b in plan["binds"])])}
+    moved = plan.get("mount_at")
     try:
         for path in plan["read_only"]:
             read_only(path)
-        options = (f"lowerdir={fd_path(opened[plan['lower']])},"
+        options = (f"lowerdir={fd_path(opened[source])},"
                    f"upperdir={fd_path(opened[plan['upper']])},"
                    f"workdir={fd_path(opened[plan['scratch']])}")
-        mount("overlay", plan["lower"], "overlay", 0, options)
+        if moved is None:
+            mount("overlay", plan["lower"], "overlay", 0, options)
+        else:  # the working copy elsewhere: the workspace at its own path is only read
+            read_only(plan["lower"])
         for path in plan["masks"]:
             mask(path)
         for path, writable in plan["binds"]:
             bind(opened[path], path, writable, os.path.isdir(fd_path(opened[path])))
+        if moved is not None:  # its mount point lies in the run folder, bound by now
+            mount("overlay", moved, "overlay", 0, options)
+            for path in plan["moved_masks"]:
+                mask(path)
         for path in plan["hidden"]:
             mask(path)
             mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-        for path in plan["masks"]:  # after the binds inside them
+        for path in [*plan["masks"], *plan.get("moved_masks", [])]:  # after the binds inside
             mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     finally:
         for fd in opened.values():
             os.close(fd)
+
+
+def set_hostname(name: str | None) -> None:
+    """The run's own host name, in its own UTS namespace (`None`: the host's)."""
+    if name is not None:
+        encoded = name.encode()
+        call(libc.sethostname(encoded, len(encoded)), "sethostname")
 
 
 def forward_to(pid: int) -> None:
@@ -245,6 +264,7 @@ def run(plan: dict[str, Any], report_fd: int) -> int:
     try:
         enter_namespaces()
         build_view(plan)
+        set_hostname(plan.get("hostname"))
     except (SetupError, OSError) as error:
         report(report_fd, {"setup": str(error)})
         return 1

@@ -12,7 +12,7 @@ from typing import Any
 from repro_gate.compare.status import Status
 from repro_gate.errors import printable
 from repro_gate.fingerprint import diff_lines
-from repro_gate.render import cost_text, observed, resume_text, seeding_text
+from repro_gate.render import cost_text, observed, resume_text, seeding_text, vary_text
 from repro_gate.render.diagnosis import facts
 from repro_gate.render.golden_line import golden_line, golden_of, numerics_changed_only
 
@@ -29,6 +29,7 @@ NUMERICS_HEADLINE = "FAIL: reproducible, but the numerics changed"
 RUNS_HEADING = "runs A and B"
 GOLDEN_HEADING = "against the golden file"
 RESUME_HEADING = "resume (run R against run A)"
+NOT_PORTABLE_HEADLINE = "FAIL: reproducible here, but not portable"
 
 
 def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: str = "") -> str:
@@ -38,6 +39,8 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
         headline = OVER_BUDGET_HEADLINE
     if numerics_changed_only(manifest):
         headline = NUMERICS_HEADLINE
+    if vary_text.not_portable_only(manifest):
+        headline = NOT_PORTABLE_HEADLINE
     only_from = observed.of_manifest(manifest)
     if only_from:
         headline += f", {only_from}"
@@ -54,6 +57,9 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
     lines += _group(RUNS_HEADING, comparison_lines(manifest["comparison"]))
     lines += _group(GOLDEN_HEADING, _golden(manifest))
     lines += _group(RESUME_HEADING, _resume(manifest["comparison"]))
+    lines += comparison_lines(manifest["comparison"])
+    lines += _resume(manifest["comparison"])
+    lines += _vary(manifest["comparison"])
     lines += _ops(manifest)
     lines += _cost(manifest)
     lines += _noise_floor(manifest)
@@ -149,6 +155,11 @@ def _divergence(comparison: Mapping[str, Any]) -> list[str]:
 
 def _resume(comparison: Mapping[str, Any]) -> list[str]:
     found = resume_text.lines(comparison)
+    return [f"  {line}" for line in found[:1]] + [f"    {line}" for line in found[1:]]
+
+
+def _vary(comparison: Mapping[str, Any]) -> list[str]:
+    found = vary_text.lines(comparison)
     return [f"  {line}" for line in found[:1]] + [f"    {line}" for line in found[1:]]
 
 

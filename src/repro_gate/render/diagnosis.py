@@ -34,6 +34,12 @@ BACKWARD_FIX = (
     " does not cover"
 )
 OPTIMIZER_FIX = "look for unseeded randomness or a nondeterministic kernel in the optimizer's step"
+HASH_SEED_FIX = (
+    "if the training numbers or orders anything by iterating a set of strings (a vocabulary,"
+    " a list of files), iterate sorted, not a set"
+)
+# The causes a hash seed can be behind: what is built before the model computes anything.
+HASH_SEED_CAUSES = ("initialization", "input", "unknown", None)
 
 # The call that seeds each generator, named in the unseeded sentence.
 SEED_CALLS = {"torch": "torch.manual_seed(0)", "numpy": "numpy.random.seed(0)"}
@@ -51,7 +57,12 @@ LABELS = {
 
 
 def explain(divergence: Mapping[str, Any], multi_rank: bool) -> str:
-    """One sentence: where runs A and B part, why, and the fix that points to."""
+    """One sentence: where runs A and B part, why, and the fix that points to; when the runs
+    had different hash seeds and the cause allows it, that too, with its fix."""
+    return _explain(divergence, multi_rank) + _hash_seed_clause(divergence)
+
+
+def _explain(divergence: Mapping[str, Any], multi_rank: bool) -> str:
     cause = divergence.get("cause")
     if unseeded(divergence):
         return f"{_where(divergence, multi_rank)}: {unseeded(divergence)}"
@@ -81,6 +92,23 @@ def _buffers(divergence: Mapping[str, Any]) -> str:
     return (f"{shown or 'a buffer'} differ while the parameters and the loss agree; running"
             " statistics (BatchNorm's) that a checkpoint leaves out or a resume does not restore"
             " look like this")
+
+
+def _hash_seed_clause(divergence: Mapping[str, Any]) -> str:
+    """`; runs A and B had different hash seeds (PYTHONHASHSEED 0 and 1): …`, or empty; empty
+    too when the training left torch unseeded, a cause already certain."""
+    seeds = hash_seeds_text(divergence)
+    if not seeds or divergence.get("cause") not in HASH_SEED_CAUSES or unseeded(divergence):
+        return ""
+    return (f"; runs {_runs(divergence)} had different hash seeds (PYTHONHASHSEED {seeds}):"
+            f" {HASH_SEED_FIX}")
+
+
+def hash_seeds_text(divergence: Mapping[str, Any]) -> str:
+    """`0 and 1`: the hash seeds of the divergent runs, in their order; empty without them."""
+    seeds = _mapping(divergence.get("hash_seeds"))
+    return " and ".join(str(seeds[run]) for run in _names(divergence.get("runs"))
+                        if run in seeds)
 
 
 def unseeded(divergence: Mapping[str, Any]) -> str:
@@ -143,6 +171,8 @@ def facts(divergence: Mapping[str, Any]) -> list[tuple[str, str]]:
     op = _mapping(divergence.get("op"))
     if op.get("op"):
         found.append(("nondeterministic op", f"{op['op']}{_op_where(op)}"))
+    if hash_seeds_text(divergence):
+        found.append(("hash seeds", hash_seeds_text(divergence)))
     localisation = _mapping(divergence.get("localisation"))
     if localisation.get("status"):
         note = localisation.get("note")

@@ -17,7 +17,7 @@ from typing import Any
 
 from repro_gate.compare.status import Status
 from repro_gate.errors import printable
-from repro_gate.render import observed, resume_text, seeding_text
+from repro_gate.render import observed, resume_text, seeding_text, vary_text
 from repro_gate.render.cost_text import over_budget_only
 from repro_gate.render.diagnosis import explain, headline
 from repro_gate.render.golden_chart import golden_chart
@@ -73,6 +73,9 @@ def _title(manifest: Mapping[str, Any]) -> str:
         return one_line(f"{words} · determinism cost {cost}")
     if numerics_changed_only(manifest):
         return one_line(f"{_reproducible_words(comparison)}, but the numerics changed")
+    if vary_text.not_portable_only(manifest):
+        factors = ", ".join(str(e["factor"]) for e in vary_text.changed(comparison))
+        return one_line(f"{_reproducible_words(comparison)} here, not portable · {factors}")
     if verdict == "fail":
         divergence = as_mapping(comparison.get("first_divergence"))
         cause = headline(divergence, multi_rank(comparison))
@@ -103,7 +106,8 @@ def _reproducible_words(comparison: Mapping[str, Any]) -> str:
 def summary_markdown(manifest: Mapping[str, Any]) -> str:
     """The check-run summary and the job summary: verdict first, then the evidence."""
     parts = [_heading(manifest), _verdict_line(manifest), numerics_markdown(manifest),
-             _gate_seed(manifest), _resume(manifest)]
+             _gate_seed(manifest), _resume(manifest),
+             vary_text.markdown_table(as_mapping(manifest.get("comparison")))]
     if as_mapping(manifest.get("reporting")).get("deferred"):
         parts.append(f"> [!NOTE]\n> {FORK_NOTE}")
     parts += evidence(manifest)
@@ -145,9 +149,10 @@ def comment_markdown(manifest: Mapping[str, Any]) -> str:
     details = "\n\n".join(p for p in [*evidence(manifest), reproduce_markdown(manifest)] if p)
     marker = comment_marker(gate)
     folded = f"<details><summary>Details</summary>\n\n{details.strip()}\n\n</details>\n"
+    vary = vary_text.markdown_table(as_mapping(manifest.get("comparison")))
     body = "\n\n".join(p for p in (_heading(manifest), _why(manifest), _resume(manifest),
-                                     numerics_markdown(manifest), table, golden_chart(manifest),
-                                     folded) if p)
+                                     numerics_markdown(manifest), vary, table,
+                                     golden_chart(manifest), folded) if p)
     return truncate(body, COMMENT_LIMIT - len(marker) - 2) + "\n" + marker + "\n"
 
 

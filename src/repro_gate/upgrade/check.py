@@ -28,7 +28,7 @@ from typing import Any
 from repro_gate import notices
 from repro_gate.compare.run_pair import check_something_compared, compare_runs
 from repro_gate.compare.status import Numerics
-from repro_gate.config import Config, ToleranceConfig
+from repro_gate.config import Config, ToleranceConfig, VaryConfig
 from repro_gate.environments import (
     BuildEnvironment,
     find_lock,
@@ -221,10 +221,11 @@ def _gate(config: Config, role: Role, launcher_base: Launcher, state: UpgradeSta
           sink_for: SinkFactory, inputs: str) -> GateOutcome:
     """The gate in the environment of `role`: read back from the cache when everything that
     decides it is unchanged (upgrade/gate_cache.py), else run, and cached when reproducible."""
-    # The inner gates compare no golden trajectory (an empty path: the check compares its two)
-    # and never resume (the resume check is `check`'s).
+    # The inner gates compare no golden trajectory (an empty path: the check compares its two),
+    # never resume (the resume check is `check`'s) and vary nothing (`check`'s too).
     inner = dataclasses.replace(config, output_dir=config.output_dir / UPGRADE_SUBDIR / role,
-                                golden=dataclasses.replace(config.golden, path=""), resume=None)
+                                golden=dataclasses.replace(config.golden, path=""), resume=None,
+                                vary=VaryConfig())
     cache = GateCache(config.upgrade.cache_path / GATES_SUBDIR)
     key = gate_key(inputs, state.environments[role])
     state.gate_keys[role] = key

@@ -139,11 +139,13 @@ def test_env_flag_needs_key_and_value(tmp_path: Path) -> None:
 
 def test_user_env_reaches_the_training(project: Path) -> None:
     # Its own gate: a training that records its environment, in every kind of run.
+    # Its hash seed goes to its log: run B's differs from run A's on purpose.
     (project / "show_env.py").write_text(
         "import os, json\n"
         "path = os.path.join(os.environ['REPRO_GATE_RUN_DIR'], 'env.json')\n"
-        "keys = ['MY_FLAG', 'PYTHONHASHSEED', 'CUBLAS_WORKSPACE_CONFIG', 'REPRO_GATE_MODE']\n"
+        "keys = ['MY_FLAG', 'CUBLAS_WORKSPACE_CONFIG', 'REPRO_GATE_MODE']\n"
         "json.dump({k: os.environ.get(k) for k in keys}, open(path, 'w'))\n"
+        "print('hash seed', os.environ.get('PYTHONHASHSEED'))\n"
     )
     result = check(project, "--env", "MY_FLAG=on", "--seed", "7", "--noise-floor",
                    *script("show_env.py"))
@@ -151,13 +153,23 @@ def test_user_env_reaches_the_training(project: Path) -> None:
     runs = {r["name"]: r for r in result.manifest["runs"]}
     assert runs["A"]["artifacts"][0]["path"] == "env.json"
     seen = json.loads((project / "repro-gate-out/runs/A/env.json").read_text())
-    # PYTHONHASHSEED=0 is a determinism setting the gate applies whatever `seed` is.
-    assert seen == {"MY_FLAG": "on", "PYTHONHASHSEED": "0", "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
+    # CUBLAS_WORKSPACE_CONFIG is a determinism setting the gate applies whatever `seed` is.
+    assert seen == {"MY_FLAG": "on", "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
                     "REPRO_GATE_MODE": "deterministic"}
     # The cost run sets what cannot be switched at run time for both of its arms.
     cost = json.loads((project / "repro-gate-out/runs/cost/env.json").read_text())
-    assert cost == {"MY_FLAG": "on", "PYTHONHASHSEED": "0", "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
+    assert cost == {"MY_FLAG": "on", "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
                     "REPRO_GATE_MODE": "cost"}
     default = json.loads((project / "repro-gate-out/runs/default/env.json").read_text())
     assert default["REPRO_GATE_MODE"] == "default"
-    assert default["PYTHONHASHSEED"] == os.environ.get("PYTHONHASHSEED")
+    # The hash seed is each deterministic run's own, fixed and different; the others' the user's.
+    logs = project / "repro-gate-out/logs"
+    user = os.environ.get("PYTHONHASHSEED")
+    assert [hash_seed_line(logs / f"{name}.log") for name in ("A", "B", "cost", "default")] == [
+        "hash seed 0", "hash seed 1", f"hash seed {user}", f"hash seed {user}"]
+    assert (runs["A"]["hash_seed"], runs["B"]["hash_seed"]) == ("0", "1")
+    assert "hash_seed" not in runs["cost"]
+
+
+def hash_seed_line(log: Path) -> str:
+    return next(line for line in log.read_text().splitlines() if line.startswith("hash seed"))

@@ -19,7 +19,6 @@ UNSEEDED = ("the initial parameters differ between runs A and B: torch was never
 REPRODUCE = [
     "  to reproduce outside the gate:",
     "    export CUBLAS_WORKSPACE_CONFIG=:4096:8",
-    "    export PYTHONHASHSEED=0",
     "    torch.use_deterministic_algorithms(True, warn_only=True)",
     "    torch.backends.cudnn.deterministic = True",
     "    torch.backends.cudnn.benchmark = False",
@@ -120,19 +119,43 @@ def test_a_training_that_seeds_itself_passes_and_its_seeding_is_recorded(project
 
 def test_settings_the_training_applies_itself_are_recorded_as_its_own(project: Path) -> None:
     # Its own gate: a training that applies determinism settings itself.
-    result = check(project, "--no-cost", "--env", "PYTHONHASHSEED=0",
-                   *script("mnist_sets_determinism.py"))
+    result = check(project, "--no-cost", "--env", "CUBLAS_WORKSPACE_CONFIG=:4096:8",
+                   "--env", "PYTHONHASHSEED=0", *script("mnist_sets_determinism.py"))
     assert result.exit_code == 0, result.stdout + result.stderr
     settings = {s["name"]: s for s in seeding_of(result.manifest)["settings"]}
     assert settings["use_deterministic_algorithms"] == {
         "name": "use_deterministic_algorithms", "applied_by_gate": True, "set_by_training": True,
         "reproduce": "torch.use_deterministic_algorithms(True, warn_only=True)"}
-    assert settings["PYTHONHASHSEED"]["set_by_training"] is True  # the user's own environment
+    assert settings["CUBLAS_WORKSPACE_CONFIG"]["set_by_training"] is True  # the user's own
     assert settings["cudnn_deterministic"]["set_by_training"] is False
-    assert settings["CUBLAS_WORKSPACE_CONFIG"]["set_by_training"] is False
+    assert "PYTHONHASHSEED" not in settings  # observed per run, never a line to reproduce
+    # A hash seed in `env` is the user's choice, for every run.
+    assert [run["hash_seed"] for run in result.manifest["runs"]] == ["0", "0"]
     assert closing(result.stdout) == [
         "  to reproduce outside the gate:",
-        "    export CUBLAS_WORKSPACE_CONFIG=:4096:8",
         "    torch.backends.cudnn.deterministic = True",
         "    torch.backends.cudnn.benchmark = False",
     ]
+
+
+def test_a_training_that_depends_on_the_hash_seed_fails_the_plain_check(project: Path) -> None:
+    # Its own gate: a vocabulary numbered by iterating a set of strings; the gate gives runs A
+    # and B two different hash seeds instead of hiding it behind one.
+    result = check(project, "--no-cost", *script("hash_seed_vocab.py"))
+    assert result.exit_code == 1, result.stdout + result.stderr
+    manifest = result.manifest
+    assert validation.errors("manifest", manifest) == []
+    assert [run["hash_seed"] for run in manifest["runs"]] == ["0", "1"]
+    divergence = manifest["comparison"]["first_divergence"]
+    assert (divergence["step"], divergence["cause"]) == (1, "input")
+    assert divergence["hash_seeds"] == {"A": "0", "B": "1"}
+    reason = manifest["reasons"][0]
+    assert reason["code"] == "trajectory_diverged"
+    assert reason["message"].endswith(
+        "; runs A and B had different hash seeds (PYTHONHASHSEED 0 and 1): if the training"
+        " numbers or orders anything by iterating a set of strings (a vocabulary, a list of"
+        " files), iterate sorted, not a set")
+    assert reason["message"] in result.stdout
+    # Outside the identity and the facts the runs must agree on.
+    fields = {m["field"] for m in manifest["fingerprint"]["in_process"]["mismatches"]}
+    assert "random.pythonhashseed" not in fields

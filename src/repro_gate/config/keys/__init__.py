@@ -1,6 +1,6 @@
 """The table of configuration keys: for each key of `.repro-gate.yml`, its flag, its action
-input and its docs. `KEYS` joins the sections' modules (`run`, `golden`, `cost`, `resume`,
-`container`, `reporting`, `upgrade`) in the order of `--help`; `base` defines the entries.
+input and its docs. `KEYS` joins the sections' modules (`run`, `golden`, `vary`, `cost`,
+`resume`, `container`, `reporting`, `upgrade`) in the order of `--help`; `base` defines the entries.
 
 The command-line flags (`cli/flags.py`) and the overrides read from them and from the action's
 inputs (`config/overrides.py`) come from `KEYS`; so do the README's table of keys, the upgrade
@@ -13,7 +13,16 @@ uses it, and its rule in `config.schema.json`.
 
 from __future__ import annotations
 
-from repro_gate.config.keys import container, cost, golden, reporting, resume, run, upgrade
+from repro_gate.config.keys import (
+    container,
+    cost,
+    golden,
+    reporting,
+    resume,
+    run,
+    upgrade,
+    vary,
+)
 from repro_gate.config.keys.base import (
     ActionOnlyInput,
     ConfigKey,
@@ -26,8 +35,8 @@ from repro_gate.config.keys.upgrade import UPGRADE_OPTIONS
 __all__ = ["ACTION_ONLY", "ACTION_ONLY_INPUTS", "KEYS", "UPGRADE_OPTIONS", "ActionOnlyInput",
            "ConfigKey", "Kind", "Scope", "UpgradeOption", "key"]
 
-KEYS: tuple[ConfigKey, ...] = (*run.KEYS, *golden.KEYS, *cost.KEYS, *resume.KEYS, *container.KEYS,
-                               *reporting.KEYS, *upgrade.KEYS)
+KEYS: tuple[ConfigKey, ...] = (*run.KEYS, *golden.KEYS, *vary.KEYS, *cost.KEYS, *resume.KEYS,
+                               *container.KEYS, *reporting.KEYS, *upgrade.KEYS)
 
 # The inputs of action.yml that are not configuration keys: they choose the config file, the
 # mode and the upgrade's candidate, carry the token, or ask for the attestation's outputs.

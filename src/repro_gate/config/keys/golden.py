@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import get_args
 
 from repro_gate.config.keys.base import COMPARISON, ConfigKey, Kind
-from repro_gate.config.model import OnChange
+from repro_gate.config.vary import OnChange
 
 KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("golden.path", Kind.TEXT,

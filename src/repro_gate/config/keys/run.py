@@ -73,7 +73,8 @@ KEYS: tuple[ConfigKey, ...] = (
                         " (seed N)\". Default: the config's `seed`, else none: **the gate seeds"
                         " nothing**, seeding is the training's job, and an unseeded training that"
                         " diverges fails naming the line to add (see the README's Seeding"
-                        " section). `PYTHONHASHSEED=0` is set whatever this is."),
+                        " section). The hash seed is not seeded: runs A and B get two fixed,"
+                        " different ones (`PYTHONHASHSEED` 0 and 1) unless `env` sets it."),
     ConfigKey("runs", Kind.INTEGER, "deterministic runs to compare (default {default})",
               ("--runs",), group=RUN, action_input="runs",
               doc="deterministic runs compared with run A (>= 2)",

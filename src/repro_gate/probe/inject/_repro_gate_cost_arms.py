@@ -6,7 +6,7 @@ counterbalanced order, then (with the breakdown) one profiled census block per a
 each step (the optimizer step post-hook, after the step was timed) `CostArms.on_step` labels the
 step's record with its arm ("arm", and "block" for timed blocks, "census" for census steps) and
 sets the knobs the next step needs. Only knobs torch reads at run time can be switched;
-CUBLAS_WORKSPACE_CONFIG and PYTHONHASHSEED are set by the gate for the whole run.
+CUBLAS_WORKSPACE_CONFIG is set by the gate for the whole run.
 
 - default: the training's own settings, as they were when the last deterministic block began;
 - deterministic: as in the deterministic runs: use_deterministic_algorithms(True, warn_only=True),

@@ -4,7 +4,8 @@
     data root emptied      containers, their layers, networks, build caches, volumes
                            (engine_data.py), whatever their labels
     engine started again   on the same data root: the kept images need no reload
-    images dropped         every image but the runner image and those pinned by digest
+    images dropped         every image but the runner image and those pinned by digest (and
+                           the images they were built from)
     checked                the engine answers and holds no container, no network but its own,
                            no volume but the kept environment caches: what survived is named
 
@@ -84,10 +85,17 @@ def reset_engine(engine: SlotEngine, folders: SlotFolders, keep: Keep,
 
 
 def _kept_image_ids(client: docker.DockerClient, keep: Keep) -> set[str]:
-    """The runner image's ID (when present) and every image pulled by digest."""
+    """The runner image's ID (when present), every image pulled by digest, and the images
+    they were built from (an image built on the host names its parent; the engine keeps a
+    parent as long as its child)."""
     kept = {str(image["Id"]) for image in client.api.images() if image.get("RepoDigests")}
     with contextlib.suppress(docker.errors.NotFound):  # the service pulls it again
         kept.add(str(client.api.inspect_image(keep.runner_image)["Id"]))
+    for image in list(kept):
+        parent = str(client.api.inspect_image(image).get("Parent") or "")
+        while parent and parent not in kept:
+            kept.add(parent)
+            parent = str(client.api.inspect_image(parent).get("Parent") or "")
     return kept
 
 

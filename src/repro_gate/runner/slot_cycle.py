@@ -61,6 +61,12 @@ REGISTER_MAX_DELAY = 120.0
 NAME_TRIES = 5  # runner container names tried when one is taken (by a job's container)
 
 
+def keeps_caches(run: RunnerRun) -> bool:
+    """Whether the reset after `run` may keep a dedicated repository's environment caches: not
+    after a job the hook refused (another repository's, on a dedicated slot)."""
+    return run.status is None or run.status.outcome is not hook.HookOutcome.REFUSED
+
+
 class SlotCycle:
     """The job cycle of one slot; `run()` returns when the service drains."""
 
@@ -260,9 +266,8 @@ class SlotCycle:
             wipe(self.folders.work)
             wipe(self.folders.status)
             fresh = True
-        else:  # a refused job (another repository's, on a dedicated slot) drops the caches
-            refused = run.status is not None and run.status.outcome is hook.HookOutcome.REFUSED
-            fresh = self._reset(self.reset, keep_caches=not refused)
+        else:
+            fresh = self._reset(self.reset, keep_caches=keeps_caches(run))
         try:
             if self.registrar.delete(runner.id):
                 self.say(f"deleted the registration {runner.name} (id {runner.id})")

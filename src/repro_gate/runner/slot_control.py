@@ -86,15 +86,20 @@ def ask_reset(path: Path) -> ControlAnswer | None:
             client.connect(str(path))
         except (FileNotFoundError, ConnectionRefusedError):
             return None
-        client.sendall(RESET + b"\n")
         answer = b""
-        while not answer.endswith(b"\n") and len(answer) < ANSWER_BYTES:
-            chunk = client.recv(ANSWER_BYTES)
-            if not chunk:
-                break
-            answer += chunk
+        try:
+            client.sendall(RESET + b"\n")
+            while not answer.endswith(b"\n") and len(answer) < ANSWER_BYTES:
+                chunk = client.recv(ANSWER_BYTES)
+                if not chunk:
+                    break
+                answer += chunk
+        except OSError as error:  # it ended, or never answered
+            return ControlAnswer(Answer.ERROR, f"the process holding the slot did not answer"
+                                               f" ({error})")
     word, _, detail = answer.decode("utf-8", errors="replace").strip().partition(" ")
     try:
         return ControlAnswer(Answer(word), detail)
-    except ValueError:
-        return ControlAnswer(Answer.ERROR, f"an answer the control socket never gives: {word!r}")
+    except ValueError:  # an empty one: the holder failed before it could answer
+        return ControlAnswer(Answer.ERROR, f"the process holding the slot answered {word!r}"
+                                           " (its log says why)")

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from repro_gate.errors import ConfigError, ErrorKind, GateError
+from repro_gate.errors import ConfigError, ErrorKind, GateError, one_line
 from repro_gate.runner.proxy.pins import Pins
 from repro_gate.runner.proxy.policy import SlotPolicy
 from repro_gate.runner.proxy.server import serve as serve_filter
@@ -170,9 +170,11 @@ class SlotEndpoint:
         self.say("reset asked for on the control socket")
         try:
             report = self.reset()
-        except GateError as error:
-            self.say(f"reset failed: {error}")
-            return ControlAnswer(Answer.ERROR, str(error))
+        except Exception as error:  # the answer, not a traceback in the holder's log
+            why = str(error) if isinstance(error, GateError) else (
+                f"{type(error).__name__}: {one_line(error)}")
+            self.say(f"reset failed: {why}")
+            return ControlAnswer(Answer.ERROR, why)
         if report.fresh:
             self.say(f"reset: the engine is fresh ({report.seconds:.1f} s)")
             return ControlAnswer(Answer.FRESH, "")

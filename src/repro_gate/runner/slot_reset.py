@@ -68,7 +68,11 @@ def reset_engine(engine: SlotEngine, folders: SlotFolders, keep: Keep,
     engine.kill()
     if pins is not None:
         pins.release_all()
-    empty_job_state(folders.engine_data, keep_volumes=keep.cache_repository is not None)
+    survivors: list[str] = []
+    try:
+        empty_job_state(folders.engine_data, keep_volumes=keep.cache_repository is not None)
+    except OSError as error:  # the slot stays unhealthy: nothing registers on it
+        survivors.append(f"the data root could not be emptied ({error})")
     engine.start()
     wipe(folders.work)
     wipe(folders.status)
@@ -76,9 +80,9 @@ def reset_engine(engine: SlotEngine, folders: SlotFolders, keep: Keep,
     try:
         _drop_images(client, keep)
         _drop_volumes(client, keep)
-        survivors = _survivors(client, keep)
+        survivors += _survivors(client, keep)
     except (docker.errors.DockerException, requests.RequestException) as error:
-        survivors = [f"the engine's answers could not be checked ({type(error).__name__})"]
+        survivors.append(f"the engine's answers could not be checked ({type(error).__name__})")
     finally:
         client.close()
     return ResetReport(tuple(survivors), time.monotonic() - began)

@@ -279,7 +279,8 @@ def reference_run(client: docker.DockerClient, image: str, work: Path, status: P
 
 class DieEvents:
     """The `die` times of every runner container on the engine at `url`, read in a thread from
-    `since` on (the slot's engine starts with the service: the thread waits for it)."""
+    `since` on (the slot's engine starts with the service, and again at each reset between
+    jobs: the thread waits for it each time)."""
 
     def __init__(self, url: str, soak: Soak, since: float) -> None:
         self.client = docker.DockerClient(base_url=url, version=API_VERSION, timeout=120)
@@ -291,18 +292,24 @@ class DieEvents:
         self.thread.start()
 
     def _read(self) -> None:
+        """Until closed; the stream is read again each time the engine restarts (the reset
+        between jobs), an event seen twice counted once."""
+        seen: set[tuple[str, int]] = set()
         while not self.stop.is_set():
             try:
                 self.client.ping()
-                break
             except (docker.errors.DockerException, requests.RequestException):
                 time.sleep(0.1)
-        with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
-            self.stream = self.client.events(
-                decode=True, since=int(self.since),
-                filters={"type": "container", "event": "die", "label": RUNNER_LABEL})
-            for event in self.stream:
-                self.soak.dies.append(int(event["timeNano"]) / 1e9)
+                continue
+            with contextlib.suppress(docker.errors.DockerException, requests.RequestException):
+                self.stream = self.client.events(
+                    decode=True, since=int(self.since),
+                    filters={"type": "container", "event": "die", "label": RUNNER_LABEL})
+                for event in self.stream:
+                    key = (str(event.get("id")), int(event["timeNano"]))
+                    if key not in seen:
+                        seen.add(key)
+                        self.soak.dies.append(key[1] / 1e9)
 
     def close(self) -> None:
         self.stop.set()

@@ -46,7 +46,9 @@ def test_an_engine_that_does_not_answer_stops_the_audit_and_frees_both_slots(
     assert str(stopped.value).startswith(f"docker_url {shared.docker_url}: the Docker daemon"
                                          " cannot be reached")
     assert said == []
-    assert sorted(path.name for path in shared.work_root.iterdir()) == ["slot0", "slot1"]
+    assert sorted(path.name for path in shared.work_root.iterdir()) == [
+        "control", "slot0", "slot1"]
+    assert list((shared.work_root / "control").iterdir()) == []  # no control socket left
     for slot in SLOTS:  # neither slot's endpoint is left holding it
         assert not SlotEndpoint(shared, slot).socket.exists()
         with SlotEndpoint(shared, slot):
@@ -57,4 +59,4 @@ def test_with_one_slot_only_the_audited_slot_is_brought_up(shared: RunnerConfig)
     with pytest.raises(GateError):
         audit_slot(shared, SLOTS[:1], SLOTS[0], print)
 
-    assert [path.name for path in shared.work_root.iterdir()] == ["slot0"]
+    assert sorted(path.name for path in shared.work_root.iterdir()) == ["control", "slot0"]

@@ -143,6 +143,22 @@ def test_health_from_recorded_nvml_values(change: dict, problem: str | None) -> 
     assert found == (None if problem is None else f"GPU {SLOT_UUIDS[0]} {problem}")
 
 
+@needs_no_nvml
+def test_a_runner_dedicated_to_a_repository_refuses_another_repositorys_job(
+    tmp_path: Path
+) -> None:
+    dedicated = {"REPRO_GATE_HOOK_REPOSITORY": "octo-org/trainer"}
+    other, github_env = run_hook(tmp_path, SLOT_UUIDS[0], GITHUB_REPOSITORY="octo-org/fork",
+                                 **dedicated)
+    assert other.returncode == 1 and github_env == "EARLIER=1\n"
+    assert other.stderr == ("repro-gate hook: refusing the job: this runner serves"
+                            " octo-org/trainer only, not 'octo-org/fork'\n")
+    own, github_env = run_hook(tmp_path, SLOT_UUIDS[0], GITHUB_REPOSITORY="octo-org/trainer",
+                               **dedicated)
+    assert own.returncode == 0, own.stderr
+    assert github_env == f"EARLIER=1\nREPRO_GATE_GPUS={SLOT_UUIDS[0]}\n"
+
+
 def test_a_mig_slot_is_judged_by_its_gpu() -> None:
     raw = {"devices": [{**HEALTHY, "mig_uuids": [MIG.encode()], "ecc_uncorrected_volatile": 1}]}
     assert CHECK.judge(raw, MIG) == (
@@ -162,6 +178,7 @@ def test_the_two_sides_agree_on_the_variable(tmp_path: Path) -> None:
         "0o755", "0o644"]
     assert hook.STATUS_VARIABLE == CHECK.STATUS_VARIABLE
     assert hook.ALLOW_NO_GPU_VARIABLE == CHECK.ALLOW_NO_GPU_VARIABLE
+    assert hook.REPOSITORY_VARIABLE == CHECK.REPOSITORY_VARIABLE
     service = {
         "ACTIONS_RUNNER_HOOK_JOB_STARTED": "/opt/repro-gate/hooks/repro-gate-job-started.sh",
         "REPRO_GATE_SLOT_UUID": MIG,
@@ -169,6 +186,8 @@ def test_the_two_sides_agree_on_the_variable(tmp_path: Path) -> None:
     assert hook.runner_environment(Slot(0, MIG, "x")) == service
     assert hook.runner_environment(Slot(0, MIG, "x"), allow_no_gpu=True) == {
         **service, "REPRO_GATE_HOOK_ALLOW_NO_GPU": "1"}
+    assert hook.runner_environment(Slot(0, MIG, "x"), repository="octo-org/trainer") == {
+        **service, "REPRO_GATE_HOOK_REPOSITORY": "octo-org/trainer"}
 
 
 @pytest.mark.skipif(not NVML_ANSWERS, reason="needs a GPU whose driver NVML reaches")

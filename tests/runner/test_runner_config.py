@@ -101,6 +101,20 @@ def test_runner_health_and_proxy_settings(tmp_path: Path) -> None:
     assert effective.metrics_listen is None and effective.pool == "h100"
 
 
+def test_a_slot_dedicated_to_one_repository(tmp_path: Path) -> None:
+    path = write_config(tmp_path, good_github(tmp_path),
+                        isolation={"dedicated_repository": "octo-org/trainer"})
+
+    assert load_runner_config(path).isolation.dedicated_repository == "octo-org/trainer"
+    document = yaml.safe_load(path.read_text())
+    document["isolation"]["dedicated_repository"] = "trainer"
+    path.write_text(yaml.safe_dump(document))
+    result = repro_gate("runner", "check-config", "--config", "runner.yml", cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("repro-gate: error: runner.yml:"
+                                    " isolation.dedicated_repository: ")
+
+
 @pytest.mark.parametrize(("change", "message"), [
     (lambda d: d.update(pools=2),
      "runner.yml: (top level): unknown key 'pools' (did you mean 'pool'?)"),

@@ -19,8 +19,14 @@ from repro_gate.runner.proxy.ownership import SLOT_LABEL
 from repro_gate.runner.registration import JitRunner, Registrar
 from repro_gate.runner.runner_config import load_runner_config
 from repro_gate.runner.runner_watch import Ending, RunnerRun
-from repro_gate.runner.slot_cycle import CONTAINER_SOCKET, JIT_VARIABLE, SlotCycle
+from repro_gate.runner.slot_cycle import (
+    CONTAINER_SOCKET,
+    JIT_VARIABLE,
+    SlotCycle,
+    keeps_caches,
+)
 from repro_gate.runner.slot_folders import SlotFolders
+from repro_gate.runner.slot_reset import ResetReport
 from repro_gate.runner.slots import Slot
 
 SLOT = Slot(1, SLOT_UUIDS[1], "NVIDIA H100 80GB HBM3")
@@ -119,6 +125,29 @@ def test_a_crash_loop_is_runs_without_a_job_that_exit_non_zero_in_a_row(slot: Cy
     assert looped == [False, False] and ignored == [False] * 3 and reset is False
     assert again == [False, False, True]  # crash_loop_limit 3, counted afresh after a job
     assert slot.sample("runner_crashes_total") == 5.0
+
+
+def test_the_slot_stays_unhealthy_until_its_reset_leaves_nothing(tmp_path: Path) -> None:
+    """No runner registers on an engine that is not fresh: the reset is tried again."""
+    made = make_cycle(tmp_path, health={"recheck_seconds": 0.01})
+    reports = [ResetReport(("container 0123456789ab",), 2.0), ResetReport((), 2.5)]
+    asked: list[bool] = []
+
+    def reset(keep_caches: bool) -> ResetReport:
+        asked.append(keep_caches)
+        return reports.pop(0)
+
+    assert made.cycle._reset(reset, keep_caches=True) is True
+    assert asked == [True, True]
+    assert made.lines == [
+        "slot 1: unhealthy: survived the reset: container 0123456789ab; reset again in 0.01 s",
+        "slot 1: reset: the engine is fresh (2.5 s)"]
+
+
+def test_a_refused_job_drops_the_dedicated_repositorys_caches_at_the_reset() -> None:
+    assert keeps_caches(RunnerRun(Ending.EXITED, 0, ACCEPTED, 1.0))
+    assert not keeps_caches(RunnerRun(Ending.EXITED, 1, REFUSED, 1.0))
+    assert keeps_caches(RunnerRun(Ending.EXITED, 1, None, 1.0))  # a crash before any job
 
 
 def test_a_drained_cycle_stops_at_once(slot: Cycle) -> None:

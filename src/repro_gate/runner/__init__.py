@@ -3,6 +3,9 @@
     service.py          `runner serve`: start-up, a thread per slot, the drain
     slot_cycle.py       one slot's job cycle: health, registration, runner, cleanup
     slot_endpoint.py    what a job on a slot gets: its engine behind its filter
+    slot_reset.py       the reset between jobs: the engine killed, emptied, started, checked
+    engine_data.py      what the reset removes from a stopped engine's data root
+    slot_control.py     the control socket `runner reset-slot` asks the slot's holder through
     slot_engine.py      the slot's rootless Docker engine, under the slot's user
     slot_identity.py    the slot's user and subordinate IDs
     slot_folders.py     the slot's folders, owners and modes

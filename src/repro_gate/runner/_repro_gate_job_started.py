@@ -5,10 +5,12 @@ only (it never imports repro_gate: the runner image does not have it). It
 
 1. finds the GPUs this container sees: through NVML (`pynvml`) when importable and the driver
    answers, else from `nvidia-smi -L` when that is on PATH;
-2. refuses the job (exit 1, one line on stderr) when the slot's GPU (REPRO_GATE_SLOT_UUID) is
-   not among them, or when NVML reports it unhealthy: uncorrectable ECC errors since the driver
-   loaded, retired pages pending, a row remap pending or failed, a temperature at or over the
-   GPU's own slowdown threshold (nvidia-smi cannot tell health: visibility only);
+2. refuses the job (exit 1, one line on stderr) when the runner is dedicated to one repository
+   (REPRO_GATE_HOOK_REPOSITORY) and the job's GITHUB_REPOSITORY is another; when the slot's
+   GPU (REPRO_GATE_SLOT_UUID) is not among them, or when NVML reports it unhealthy:
+   uncorrectable ECC errors since the driver loaded, retired pages pending, a row remap
+   pending or failed, a temperature at or over the GPU's own slowdown threshold (nvidia-smi
+   cannot tell health: visibility only);
 3. appends `REPRO_GATE_GPUS=<uuid>` to $GITHUB_ENV, which the job's steps (and the repro-gate
    action, as its default `gpus`) see;
 4. when REPRO_GATE_HOOK_STATUS names a file, writes its outcome there for the service (which
@@ -37,6 +39,7 @@ SLOT_VARIABLE = "REPRO_GATE_SLOT_UUID"
 ALLOW_NO_GPU_VARIABLE = "REPRO_GATE_HOOK_ALLOW_NO_GPU"
 GPUS_VARIABLE = "REPRO_GATE_GPUS"
 STATUS_VARIABLE = "REPRO_GATE_HOOK_STATUS"
+REPOSITORY_VARIABLE = "REPRO_GATE_HOOK_REPOSITORY"
 UUID_PATTERN = re.compile(r"^(GPU|MIG)-[0-9A-Fa-f-]+$")
 SMI_UUID = re.compile(r"UUID: ((?:GPU|MIG)-[0-9A-Fa-f-]+)")
 # NVML constants (nvml.h), so the module needs no pynvml to be imported for judging.
@@ -145,6 +148,12 @@ def check(environ: dict[str, str]) -> str:
     if not UUID_PATTERN.match(uuid):
         raise Refusal(f"{SLOT_VARIABLE} is {uuid!r}, not a GPU-/MIG- UUID: this runner was"
                       " not started by `repro-gate runner`")
+    dedicated = environ.get(REPOSITORY_VARIABLE)
+    if dedicated and environ.get("GITHUB_REPOSITORY") != dedicated:
+        # Its environment caches are that repository's: no other repository's job may use or
+        # prepare them.
+        raise Refusal(f"this runner serves {dedicated} only, not"
+                      f" {environ.get('GITHUB_REPOSITORY')!r}")
     raw = read_nvml()
     if "error" in raw:
         raw = read_nvidia_smi()

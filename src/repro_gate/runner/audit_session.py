@@ -3,11 +3,13 @@
 The audited slot's endpoint is brought up exactly as `serve` brings it up (SlotEndpoint); a
 second slot's endpoint holds the other slot's canaries. The attempts need an image with a
 POSIX shell in both engines: the runner image, pulled by the engines if it is not there. The
-host canaries live in a folder only root may enter, removed afterwards.
+host canaries live in a folder only root may enter, removed afterwards. Last, the leftover
+check: what a job made on the engine itself, unlabelled, is gone after the slot's reset.
 """
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -15,7 +17,9 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from repro_gate.errors import ErrorKind, GateError
-from repro_gate.runner.audit import AuditReport, AuditTarget, run_audit
+from repro_gate.runner.audit import AuditReport, AuditRow, AuditTarget, Outcome, run_audit
+from repro_gate.runner.audit.leftovers import leftovers
+from repro_gate.runner.audit.run import NAME_PREFIX
 from repro_gate.runner.containers import DockerFailure, connect
 from repro_gate.runner.runner_config import RunnerConfig
 from repro_gate.runner.slot_endpoint import SlotEndpoint
@@ -45,7 +49,17 @@ def audit_slot(config: RunnerConfig, slots: list[Slot], slot: Slot,
             image=config.runner.image)
         say(f"auditing slot {slot.index} through {endpoint.socket}")
         report = run_audit(target, canary_root)
-    return report
+        return AuditReport((*report.rows, _leftover_row(endpoint, config)))
+
+
+def _leftover_row(endpoint: SlotEndpoint, config: RunnerConfig) -> AuditRow:
+    """The leftover check, on a slot's own engine (the shared one is not reset)."""
+    attempt = "unlabelled restart-always container, volume, network; reset"
+    if endpoint.engine is None:
+        return AuditRow("reset", attempt, Outcome.NOT_RUN, "the shared engine is not reset")
+    finding = leftovers(endpoint.folders.engine_socket, config.runner.image,
+                        f"{NAME_PREFIX}{secrets.token_hex(4)}-", endpoint.reset)
+    return AuditRow("reset", attempt, finding.outcome, finding.detail)
 
 
 def _ensure_image(config: RunnerConfig, url: str) -> None:

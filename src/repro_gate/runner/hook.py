@@ -28,6 +28,7 @@ HOOK_VARIABLE = "ACTIONS_RUNNER_HOOK_JOB_STARTED"
 SLOT_VARIABLE = "REPRO_GATE_SLOT_UUID"
 STATUS_VARIABLE = "REPRO_GATE_HOOK_STATUS"
 ALLOW_NO_GPU_VARIABLE = "REPRO_GATE_HOOK_ALLOW_NO_GPU"
+REPOSITORY_VARIABLE = "REPRO_GATE_HOOK_REPOSITORY"
 CHECK_MODULE = "_repro_gate_job_started.py"
 SCRIPT_NAME = "repro-gate-job-started.sh"
 CONTAINER_HOOK_DIR = "/opt/repro-gate/hooks"  # where the runner container sees the folder
@@ -83,13 +84,17 @@ def install(folder: Path) -> InstalledHook:
     return InstalledHook(script, check)
 
 
-def runner_environment(slot: Slot, *, allow_no_gpu: bool = False) -> dict[str, str]:
-    """The variables a slot's runner container starts with for the hook."""
+def runner_environment(slot: Slot, *, allow_no_gpu: bool = False,
+                       repository: str | None = None) -> dict[str, str]:
+    """The variables a slot's runner container starts with for the hook; `repository`, on a
+    slot dedicated to one, makes the hook refuse every other repository's job."""
     environment = {HOOK_VARIABLE: f"{CONTAINER_HOOK_DIR}/{SCRIPT_NAME}",
                    SLOT_VARIABLE: slot.uuid,
                    STATUS_VARIABLE: f"{CONTAINER_STATUS_DIR}/{STATUS_FILE}"}
     if allow_no_gpu:
         environment[ALLOW_NO_GPU_VARIABLE] = "1"
+    if repository is not None:
+        environment[REPOSITORY_VARIABLE] = repository
     return environment
 
 

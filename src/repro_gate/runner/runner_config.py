@@ -91,6 +91,9 @@ class IsolationSettings:
     user_prefix: str | None = None  # None: "<name_prefix>-slot"
     subordinate_id_base: int = DEFAULT_SUBORDINATE_ID_BASE
     engine_command: str | None = None  # None: found on PATH, else Debian's place
+    # OWNER/NAME: every slot serves this repository only, and its environment caches survive
+    # the reset between its jobs; None: every reset removes them.
+    dedicated_repository: str | None = None
 
 
 @dataclass(frozen=True)
@@ -250,6 +253,7 @@ def _isolation(section: dict[str, Any]) -> IsolationSettings:
         user_prefix=section.get("user_prefix"),
         subordinate_id_base=section.get("subordinate_id_base", DEFAULT_SUBORDINATE_ID_BASE),
         engine_command=section.get("engine_command"),
+        dedicated_repository=section.get("dedicated_repository"),
     )
 
 

@@ -4,9 +4,9 @@ Start-up, in this order (each failure is one line and exit 2, and what was start
 the configuration and slots -> (shared engine: the daemon answers, the runner image is there,
 orphan containers removed, all before anything is made) -> /metrics -> the job-started hook
 installed -> per slot, its endpoint (slot_endpoint.py: the slot's rootless engine under its own
-user and the filter in front of it), the runner image present or pulled on that engine, the
-slot's orphan containers removed -> the service's orphan registrations deleted -> one thread
-per slot running `SlotCycle`.
+user and the filter in front of it), the runner image present or pulled on that engine, then
+the slot reset (slot_reset.py: whatever a killed service's jobs left, gone) -> the service's
+orphan registrations deleted -> one thread per slot running `SlotCycle`.
 
 A signal sets the drain: no new registrations, idle runners deregistered and removed, busy jobs
 given `drain_timeout`; the service exits 0 when every slot has stopped.
@@ -145,16 +145,22 @@ class Service:
         delete_orphan_registrations(self.config, self.registrar)
 
     def _start_endpoint(self, slot: Slot, labels: list[str] | None) -> None:
-        """The slot's engine and filter; on its own engine, the image and no orphans."""
+        """The slot's engine and filter; on its own engine, the image, then the reset."""
         endpoint = SlotEndpoint(self.config, slot, lambda line: emit(f"slot {slot.index}: {line}"))
         self.endpoints[slot.index] = endpoint
         endpoint.start()
         emit(f"slot {slot.index}: jobs get {endpoint.socket} (engine {endpoint.engine_url})")
-        if labels is not None:
-            prepare_engine(self.config, endpoint.engine_url, labels)
-        # What a killed service's last jobs wrote (their containers went with the orphans).
-        wipe(endpoint.folders.work)
-        wipe(endpoint.folders.status)
+        if labels is None:
+            # What a killed service's last jobs wrote (their containers went with the orphans).
+            wipe(endpoint.folders.work)
+            wipe(endpoint.folders.status)
+            return
+        prepare_engine(self.config, endpoint.engine_url, labels)
+        report = endpoint.reset()
+        if not report.fresh:
+            raise GateError(f"slot {slot.index}: survived the reset at start:"
+                            f" {', '.join(report.survivors)}", kind=ErrorKind.DOCKER)
+        emit(f"slot {slot.index}: reset: the engine is fresh ({report.seconds:.1f} s)")
 
     def _stop_endpoints(self) -> None:
         for endpoint in self.endpoints.values():
@@ -182,7 +188,8 @@ class Service:
     def _slot_thread(self, slot: Slot) -> threading.Thread:
         endpoint = self.endpoints[slot.index]
         cycle = SlotCycle(slot, self.config, endpoint.folders, endpoint.engine_url,
-                          self.registrar, self.metrics, self.drain, emit)
+                          self.registrar, self.metrics, self.drain, emit,
+                          endpoint.reset if endpoint.engine is not None else None)
         self.metrics.set_state(slot, SlotState.REGISTERING)
         thread = threading.Thread(target=self._guarded, args=(cycle,), name=f"slot{slot.index}")
         thread.start()

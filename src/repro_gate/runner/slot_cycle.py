@@ -1,8 +1,14 @@
 """One slot's job cycle, in a thread of its own, until the service drains.
 
     health check -> leftover registration deleted -> JIT registration -> runner container
-    -> wait (IDLE until the hook's status appears, then BUSY) -> cleanup (containers of the
-    slot removed, work and status folders wiped, registration deleted) -> health check …
+    -> wait (IDLE until the hook's status appears, then BUSY) -> cleanup (on the slot's own
+    engine, the reset: the engine emptied whatever the labels and checked, slot_reset.py; on
+    the shared engine, the slot's labelled containers removed; work and status folders wiped;
+    registration deleted) -> health check …
+
+A reset that leaves anything behind, or an engine that does not start again, keeps the slot
+UNHEALTHY: no runner registers on an engine that is not fresh; the reset is tried again every
+`health.recheck_seconds`.
 
 Faults stay inside the cycle: a registration step that still fails after the client's own
 retries (a refusal, no answer, an answer unlike the API's description, an unreadable token
@@ -20,7 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from repro_gate.errors import ReproGateError, one_line
+from repro_gate.errors import GateError, ReproGateError, one_line
 from repro_gate.runner import hook
 from repro_gate.runner.containers import (
     Bind,
@@ -41,7 +47,12 @@ from repro_gate.runner.runner_config import EngineKind, RunnerConfig
 from repro_gate.runner.runner_watch import Ending, RunnerRun, RunnerWatch
 from repro_gate.runner.slot_folders import SlotFolders, wipe
 from repro_gate.runner.slot_identity import GPU_GROUPS
+from repro_gate.runner.slot_reset import ResetReport
 from repro_gate.runner.slots import Slot
+
+# Empties the slot's own engine (SlotEndpoint.reset); its argument: keep the dedicated
+# repository's environment caches.
+Reset = Callable[[bool], ResetReport]
 
 JIT_VARIABLE = "ACTIONS_RUNNER_INPUT_JITCONFIG"  # read by the actions/runner image's run.sh
 CONTAINER_SOCKET = "/var/run/docker.sock"
@@ -50,12 +61,18 @@ REGISTER_MAX_DELAY = 120.0
 NAME_TRIES = 5  # runner container names tried when one is taken (by a job's container)
 
 
+def keeps_caches(run: RunnerRun) -> bool:
+    """Whether the reset after `run` may keep a dedicated repository's environment caches: not
+    after a job the hook refused (another repository's, on a dedicated slot)."""
+    return run.status is None or run.status.outcome is not hook.HookOutcome.REFUSED
+
+
 class SlotCycle:
     """The job cycle of one slot; `run()` returns when the service drains."""
 
     def __init__(self, slot: Slot, config: RunnerConfig, folders: SlotFolders, engine_url: str,
                  registrar: Registrar, metrics: ServiceMetrics, drain: threading.Event,
-                 emit: Callable[[str], None]) -> None:
+                 emit: Callable[[str], None], reset: Reset | None = None) -> None:
         self.slot = slot
         self.config = config
         self.folders = folders
@@ -64,26 +81,32 @@ class SlotCycle:
         self.metrics = metrics
         self.drain = drain
         self.emit = emit  # writes one log line
+        self.reset = reset  # None: the shared engine, cleaned by label only
         self.name = runner_name(config.name_prefix, config.host, slot)
         self.container_name = self.name  # the runner container's: random per cycle
         self.crashes = 0
 
     def run(self) -> None:
-        daemon = Daemon(self.engine_url)
         try:
             while not self.drain.is_set() and self._healthy():
                 runner = self._register()
                 if runner is None:
                     break
-                run = self._run_runner(daemon, runner)
-                self._cleanup(daemon, runner)
+                # A client per runner: a reset restarts the engine under the last one's feet.
+                daemon = Daemon(self.engine_url)
+                try:
+                    run = self._run_runner(daemon, runner)
+                    fresh = self._cleanup(daemon, runner, run)
+                finally:
+                    daemon.close()
+                if not fresh:
+                    break
                 if self._crash_loop(run):
                     self._unhealthy_until_drain()
                     break
         finally:
             self.metrics.set_state(self.slot, SlotState.STOPPED)
             self.say("stopped")
-            daemon.close()
 
     def say(self, text: str) -> None:
         self.emit(f"slot {self.slot.index}: {text}")
@@ -138,8 +161,9 @@ class SlotCycle:
 
     def _spec(self, runner: JitRunner) -> RunnerSpec:
         environment = {JIT_VARIABLE: runner.encoded_jit_config,
-                       **hook.runner_environment(self.slot,
-                                                 allow_no_gpu=self.config.health.allow_no_gpu),
+                       **hook.runner_environment(
+                           self.slot, allow_no_gpu=self.config.health.allow_no_gpu,
+                           repository=self.config.isolation.dedicated_repository),
                        **dict(self.config.runner.environment)}
         hooks = self.config.work_root / "hooks"
         binds = (Bind(hooks, hook.CONTAINER_HOOK_DIR, read_only=True),
@@ -233,9 +257,45 @@ class SlotCycle:
                  " (crash loops are not rechecked)")
         self.drain.wait()
 
-    def _cleanup(self, daemon: Daemon, runner: JitRunner) -> None:
-        """Nothing of the job survives: containers, files, registration."""
+    def _cleanup(self, daemon: Daemon, runner: JitRunner, run: RunnerRun) -> bool:
+        """Nothing of the job survives: engine, files, registration. False when the service
+        drained before the slot was fresh again."""
         self.set_state(SlotState.CLEANING)
+        if self.reset is None:
+            self._remove_labelled(daemon)
+            wipe(self.folders.work)
+            wipe(self.folders.status)
+            fresh = True
+        else:
+            fresh = self._reset(self.reset, keep_caches=keeps_caches(run))
+        try:
+            if self.registrar.delete(runner.id):
+                self.say(f"deleted the registration {runner.name} (id {runner.id})")
+        except ReproGateError as error:  # the next registration deletes it by name
+            self.say(f"the registration {runner.name} was not deleted: {error}")
+        return fresh
+
+    def _reset(self, reset: Reset, keep_caches: bool) -> bool:
+        """The slot's engine emptied and checked; until it is fresh the slot is UNHEALTHY and
+        the reset tried again. False when the service drains first."""
+        while True:
+            try:
+                report = reset(keep_caches)
+            except GateError as error:
+                reason = str(error)
+            else:
+                if report.fresh:
+                    self.say(f"reset: the engine is fresh ({report.seconds:.1f} s)")
+                    return True
+                reason = f"survived the reset: {', '.join(report.survivors)}"
+            self.set_state(SlotState.UNHEALTHY)
+            self.say(f"unhealthy: {reason}; reset again in"
+                     f" {self.config.health.recheck_interval:g} s")
+            if self.drain.wait(self.config.health.recheck_interval):
+                return False
+
+    def _remove_labelled(self, daemon: Daemon) -> None:
+        """The shared engine: the containers carrying the slot's label."""
         while True:
             try:
                 removed = daemon.remove_labelled(f"{SLOT_LABEL}={self.slot.uuid}")
@@ -252,10 +312,3 @@ class SlotCycle:
                 break
         if left := [name for name in removed if name != self.container_name]:
             self.say(f"removed the job's containers: {', '.join(left)}")
-        wipe(self.folders.work)
-        wipe(self.folders.status)
-        try:
-            if self.registrar.delete(runner.id):
-                self.say(f"deleted the registration {runner.name} (id {runner.id})")
-        except ReproGateError as error:  # the next registration deletes it by name
-            self.say(f"the registration {runner.name} was not deleted: {error}")

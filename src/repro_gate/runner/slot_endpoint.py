@@ -6,7 +6,9 @@
 With the rootless engine (the default) the engine is the slot's own daemon (slot_engine.py);
 with the shared engine it is the host's daemon at docker_url and only the filter holds.
 Each slot's filter runs in a thread and event loop of its own: one slot's traffic never waits
-for another's.
+for another's. `reset()` (the service's cycle between jobs, and `runner reset-slot` through the
+slot's control socket, slot_control.py) empties the slot's engine whatever its labels
+(slot_reset.py); the filter's socket, the job's DOCKER_HOST, stays where it is.
 """
 
 from __future__ import annotations
@@ -21,14 +23,17 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from repro_gate.errors import ConfigError, ErrorKind, GateError
+from repro_gate.errors import ConfigError, ErrorKind, GateError, one_line
+from repro_gate.runner.proxy.pins import Pins
 from repro_gate.runner.proxy.policy import SlotPolicy
 from repro_gate.runner.proxy.server import serve as serve_filter
 from repro_gate.runner.registration import runner_name_stem
 from repro_gate.runner.runner_config import EngineKind, RunnerConfig
+from repro_gate.runner.slot_control import Answer, ControlAnswer, ControlServer, control_socket
 from repro_gate.runner.slot_engine import SlotEngine, launcher
 from repro_gate.runner.slot_folders import ROOT, Owner, SlotFolders
 from repro_gate.runner.slot_identity import GPU_GROUPS, SlotIdentity
+from repro_gate.runner.slot_reset import Keep, ResetReport, reset_engine
 from repro_gate.runner.slots import Slot
 
 FILTER_START_SECONDS = 10.0
@@ -66,6 +71,10 @@ class SlotEndpoint:
         self.stopping = threading.Event()
         self.lock: int | None = None
         self.watcher: threading.Thread | None = None
+        self.control: ControlServer | None = None
+        self.pins: Pins | None = None  # a slot's own engine only (the service then has root)
+        # The watcher and a reset both start the engine: one at a time.
+        self.engine_lock = threading.Lock()
 
     @property
     def socket(self) -> Path:
@@ -93,6 +102,9 @@ class SlotEndpoint:
     def _start_engine_and_filter(self) -> None:
         upstream = unix_socket(self.engine_url)
         if self.engine is not None:
+            self.pins = Pins(self.folders.pins, self.folders.work.resolve(),
+                             frozenset({self.socket.absolute()}))
+            self.pins.prepare()  # before the engine: its mount namespace receives every pin
             self.engine.start()
             self.watcher = threading.Thread(target=self._watch, args=(self.engine,),
                                             name=f"slot{self.slot.index}-engine", daemon=True)
@@ -100,9 +112,12 @@ class SlotEndpoint:
         policy = SlotPolicy(gpu_uuid=self.slot.uuid, work_folder=self.folders.work.resolve(),
                             allowed_capabilities=self.config.allowed_capabilities,
                             reserved_names=reserved_names(self.config),
-                            gpu_groups=GPU_GROUPS if self.rootless else ())
-        self.filter = FilterThread(policy, self.socket, upstream, self.slot.index)
+                            gpu_groups=GPU_GROUPS if self.rootless else (),
+                            repository=self.config.isolation.dedicated_repository)
+        self.filter = FilterThread(policy, self.socket, upstream, self.slot.index, self.pins)
         self.filter.start()
+        self.control = ControlServer(control_socket(self.config.work_root, self.slot),
+                                     self._control_reset)
 
     def _hold_slot(self) -> None:
         """One endpoint per slot on a host: a second engine on the same data root, or a second
@@ -122,19 +137,57 @@ class SlotEndpoint:
         """An engine that died (killed, out of memory) is started again: the slot's cycle
         waits for its daemon to come back, as for a restart of the shared one."""
         while not self.stopping.wait(WATCH_SECONDS):
-            if engine.running():
-                continue
-            self.say(f"the slot's engine stopped ({engine.exit_status()}); starting it again")
-            try:
-                engine.start()
-                self.say("the slot's engine is back")
-            except GateError as error:
-                self.say(f"{error}; trying again in {RESTART_RETRY_SECONDS:g} s")
-                self.stopping.wait(RESTART_RETRY_SECONDS)
+            with self.engine_lock:
+                if engine.running() or self.stopping.is_set():
+                    continue
+                self.say(f"the slot's engine stopped ({engine.exit_status()}); starting it"
+                         " again")
+                try:
+                    engine.start()
+                    self.say("the slot's engine is back")
+                    continue
+                except GateError as error:
+                    self.say(f"{error}; trying again in {RESTART_RETRY_SECONDS:g} s")
+            self.stopping.wait(RESTART_RETRY_SECONDS)
+
+    def reset(self, keep_caches: bool = True) -> ResetReport:
+        """Empty the slot's engine, whatever its labels, and wipe its folders
+        (slot_reset.py); `keep_caches` False drops even a dedicated repository's environment
+        caches (a job of another repository came). GateError when the engine does not start
+        again, or with the shared engine, which is not reset."""
+        if self.engine is None:
+            raise GateError(f"slot {self.slot.index}: the shared engine (the host's daemon) is"
+                            " not reset between jobs: only the slot's own engine is",
+                            kind=ErrorKind.CONFIG)
+        repository = self.config.isolation.dedicated_repository
+        keep = Keep(self.config.runner.image, repository if keep_caches else None)
+        with self.engine_lock:
+            report = reset_engine(self.engine, self.folders, keep, self.pins)
+        return report
+
+    def _control_reset(self) -> ControlAnswer:
+        """A reset asked for on the control socket (`runner reset-slot`)."""
+        self.say("reset asked for on the control socket")
+        try:
+            report = self.reset()
+        except Exception as error:  # the answer, not a traceback in the holder's log
+            why = str(error) if isinstance(error, GateError) else (
+                f"{type(error).__name__}: {one_line(error)}")
+            self.say(f"reset failed: {why}")
+            return ControlAnswer(Answer.ERROR, why)
+        if report.fresh:
+            self.say(f"reset: the engine is fresh ({report.seconds:.1f} s)")
+            return ControlAnswer(Answer.FRESH, "")
+        survivors = ", ".join(report.survivors)
+        self.say(f"survived the reset: {survivors}")
+        return ControlAnswer(Answer.SURVIVED, survivors)
 
     def stop(self) -> None:
         """Everything start() started, in reverse; safe to call twice."""
         self.stopping.set()
+        if self.control is not None:
+            self.control.close()
+            self.control = None
         if self.watcher is not None:
             self.watcher.join()
             self.watcher = None
@@ -143,6 +196,9 @@ class SlotEndpoint:
             self.filter = None
         if self.engine is not None:
             self.engine.stop()
+        if self.pins is not None:
+            self.pins.close()
+            self.pins = None
         if self.lock is not None:
             os.close(self.lock)
             self.lock = None
@@ -159,8 +215,10 @@ class SlotEndpoint:
 class FilterThread:
     """One slot's filter in an asyncio loop of its own thread."""
 
-    def __init__(self, policy: SlotPolicy, listen: Path, upstream: Path, index: int) -> None:
+    def __init__(self, policy: SlotPolicy, listen: Path, upstream: Path, index: int,
+                 pins: Pins | None = None) -> None:
         self.policy = policy
+        self.pins = pins
         self.listen = listen
         self.upstream = upstream
         self.loop = asyncio.new_event_loop()
@@ -181,7 +239,8 @@ class FilterThread:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.task = self.loop.create_task(serve_filter(self.policy, self.listen, self.upstream))
+        self.task = self.loop.create_task(serve_filter(self.policy, self.listen, self.upstream,
+                                                       self.pins))
         try:
             self.loop.run_until_complete(self.task)
         except asyncio.CancelledError:

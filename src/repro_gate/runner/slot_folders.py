@@ -4,6 +4,7 @@
         work/                       the jobs' work folder, mounted at the same path
         status/                     the job-started hook's status, mounted at the hook's path
         proxy/docker.sock           the filter's socket: the runner's /var/run/docker.sock
+        pins/                       root's: the bind sources the filter pinned (proxy/pins.py)
         engine/                     the slot's rootless engine: HOME, data, state and socket
 
 With the shared engine there is no slot user and root owns everything, as before.
@@ -53,6 +54,10 @@ class SlotFolders:
     @property
     def proxy_socket(self) -> Path:
         return self.base / "proxy" / "docker.sock"
+
+    @property
+    def pins(self) -> Path:
+        return self.base / "pins"
 
     @property
     def engine(self) -> Path:

@@ -45,6 +45,8 @@ ESCAPES_UNFILTERED = [
     "repeated DriverOpts keys in raw JSON",
     "volume driver options in a create body",
     "bind a work folder dir, swap it for a symlink",
+    "bind a work folder dir, swap it for a symlink to /tmp",
+    "bind a work folder dir, swap it for a symlink to /etc",
     "bind-backed volume, swap its dir for a symlink to /",
     "inspect the other slot's container",
     "HostConfig.Links to the other slot's container",

@@ -64,7 +64,7 @@ def test_a_token_on_the_command_line_is_refused(
 
 
 @pytest.mark.parametrize(("action", "slot"), [("register-once", "2"), ("slot-endpoint", "-1"),
-                                              ("audit", "7")])
+                                              ("audit", "7"), ("reset-slot", "2")])
 def test_a_slot_this_machine_does_not_have_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], action: str, slot: str
 ) -> None:
@@ -73,6 +73,18 @@ def test_a_slot_this_machine_does_not_have_is_refused(
     assert main(["runner", action, "--config", str(path), "--slot", slot]) == EXIT_ERROR
     assert capsys.readouterr().err == (
         f"repro-gate: error: --slot {slot}: this machine has slots 0 to 1\n")
+
+
+def test_reset_slot_refuses_the_shared_engine_which_is_not_reset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = runner_yml(tmp_path, isolation={"engine": "shared"})
+
+    assert main(["runner", "reset-slot", "--config", str(path), "--slot", "0"]) == EXIT_ERROR
+    assert capsys.readouterr().err == (
+        f"repro-gate: error: {path}: isolation.engine shared: the host's daemon is not reset"
+        " between jobs (only a slot's own engine is)\n")
+    assert not (tmp_path / "work").exists()
 
 
 def test_a_missing_runner_yml_is_one_error_line(

@@ -20,8 +20,10 @@ from helpers.slot_policies import (
 )
 
 from repro_gate.runner.proxy.ownership import (
+    REPOSITORY_LABEL,
     SLOT_LABEL,
     Owned,
+    implicit_volumes,
     is_owned,
     labelled,
     narrowed_network,
@@ -99,6 +101,29 @@ def test_a_create_gets_the_slots_label_whatever_the_job_labelled() -> None:
 
     assert labelled(body, policy) == {
         "Image": "python", "Labels": {SLOT_LABEL: SLOT_GPU, "team": "ml"}}
+
+
+def test_on_a_slot_dedicated_to_a_repository_what_a_job_creates_carries_that_repository(
+) -> None:
+    policy = policy_for(Path("/work"), repository="octo-org/trainer")
+    volume = {"Name": "repro-gate-env-1", "Labels": {REPOSITORY_LABEL: "octo-org/other"}}
+
+    assert labelled(volume, policy) == {"Name": "repro-gate-env-1", "Labels": {
+        SLOT_LABEL: SLOT_GPU, REPOSITORY_LABEL: "octo-org/trainer"}}
+
+
+def test_the_named_volumes_a_create_would_make_implicitly_are_found_wherever_given() -> None:
+    body = host(Binds=["cache:/cache:ro", "/work/data:/data", RUNNER_SOCKET + ":/s", "cache:/c"],
+                Mounts=[{"Type": "volume", "Source": "models", "Target": "/m"},
+                        {"Source": "implicit-type", "Target": "/i"},
+                        {"Type": "volume", "Target": "/anonymous"},
+                        {"Type": "bind", "Source": "/work/x", "Target": "/x"},
+                        {"Type": "tmpfs", "Target": "/t"}])
+    top_level = {"Image": "python", "Binds": ["old-style:/o"]}
+
+    assert implicit_volumes(body) == ["cache", "models", "implicit-type"]
+    assert implicit_volumes(top_level) == ["old-style"]
+    assert implicit_volumes(host(Binds=["/work/a:/a"])) == []
 
 
 def test_only_a_create_that_asks_for_the_gpu_gets_the_slots_gpu_groups() -> None:

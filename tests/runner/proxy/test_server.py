@@ -117,6 +117,38 @@ def test_a_create_reaches_the_daemon_as_the_proxy_rebuilt_it(
         "Labels": {"team": "ml", SLOT_LABEL: SLOT_GPU}}
 
 
+def test_volumes_and_networks_a_job_creates_carry_the_slots_label(
+    proxy: RunningProxy, daemon: Daemon
+) -> None:
+    answers = exchange(
+        proxy, ("POST", "/v1.41/volumes/create", b'{"Name": "cache", "Labels": {"a": "b"}}'),
+        ("POST", "/v1.41/networks/create", b'{"Name": "net"}'),
+        ("POST", "/v1.41/volumes/create", b""))
+
+    assert [status for status, _ in answers] == [200, 200, 200]
+    assert [json.loads(body) for _, body in daemon.received] == [
+        {"Name": "cache", "Labels": {"a": "b", SLOT_LABEL: SLOT_GPU}},
+        {"Name": "net", "Labels": {SLOT_LABEL: SLOT_GPU}},
+        {"Labels": {SLOT_LABEL: SLOT_GPU}}]
+
+
+def test_a_named_volume_a_create_would_make_is_made_first_with_the_slots_label(
+    proxy: RunningProxy, daemon: Daemon
+) -> None:
+    body = {"Image": "python", "HostConfig": {
+        "Binds": ["cache:/cache"], "Mounts": [{"Type": "volume", "Source": "models",
+                                               "Target": "/m"}]}}
+
+    [(status, _)] = exchange(proxy, ("POST", "/v1.41/containers/create",
+                                     json.dumps(body).encode()))
+
+    assert status == 201
+    assert [(head.splitlines()[0], json.loads(sent)) for head, sent in daemon.received] == [
+        ("POST /volumes/create HTTP/1.1", {"Name": "cache", "Labels": {SLOT_LABEL: SLOT_GPU}}),
+        ("POST /volumes/create HTTP/1.1", {"Name": "models", "Labels": {SLOT_LABEL: SLOT_GPU}}),
+        ("POST /v1.41/containers/create HTTP/1.1", {**body, "Labels": {SLOT_LABEL: SLOT_GPU}})]
+
+
 def test_a_container_the_slot_created_is_addressed_without_asking_the_daemon_whose_it_is(
     proxy: RunningProxy, daemon: Daemon
 ) -> None:

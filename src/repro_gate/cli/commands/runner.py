@@ -6,7 +6,8 @@ registered, health-checked and cleaned between jobs, drained on SIGTERM (runner/
 `register-once` does one just-in-time registration for one slot (a manual check of the
 credentials). `setup` prepares the host for the slots' rootless engines (users, subordinate
 IDs, folders, device access); `slot-endpoint` brings up exactly what a job on one slot gets,
-without GitHub, until SIGTERM.
+without GitHub, until SIGTERM; `reset-slot` empties a slot's engine as the service does
+between jobs (through the process holding the slot, or bringing the slot up itself).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def add_parser(subparsers: Any, name: str) -> None:
     """Register `runner` and its subcommands."""
     parser = subparsers.add_parser(
         name,
-        help="the self-hosted GPU runner service (serve, setup, slot-endpoint, check-config,"
-        " register-once)",
+        help="the self-hosted GPU runner service (serve, setup, slot-endpoint, reset-slot,"
+        " audit, check-config, register-once)",
         description="One ephemeral just-in-time GitHub Actions runner per GPU slot."
         " serve runs the service until SIGTERM/SIGINT drains it; check-config validates"
         " runner.yml; register-once registers one slot's runner.",
@@ -74,6 +75,15 @@ def add_parser(subparsers: Any, name: str) -> None:
         " started.")
     _common(endpoint)
     _slot_option(endpoint)
+    reset = actions.add_parser(
+        "reset-slot", help="empty a slot's engine as between two jobs; exit 1 if anything"
+        " survived",
+        description="Asks the process holding slot N (serve or slot-endpoint) to reset it, or"
+        " brings the slot up itself: the engine is killed, everything but the runner image and"
+        " images pinned by digest removed whatever its labels, the engine started again and"
+        " checked. Exit 0 fresh and empty, 1 naming what survived, 2 error.")
+    _common(reset)
+    _slot_option(reset)
     audit = actions.add_parser(
         "audit", help="try the known escapes against a live slot; exit 1 if anything got out",
         description="Brings up slot N's endpoint (and another slot's, for its canaries), runs"
@@ -87,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     """The runner action named on the command line."""
     actions = {"serve": run_serve, "check-config": run_check_config,
                "register-once": run_register_once, "setup": run_setup,
-               "slot-endpoint": run_slot_endpoint, "audit": run_audit_command}
+               "slot-endpoint": run_slot_endpoint, "reset-slot": run_reset_slot,
+               "audit": run_audit_command}
     return actions[args.runner_action](args)
 
 
@@ -143,6 +154,33 @@ def run_slot_endpoint(args: argparse.Namespace) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    return 0
+
+
+def run_reset_slot(args: argparse.Namespace) -> int:
+    """Reset slot N; 0 fresh and empty, 1 (naming what survived) otherwise."""
+    from repro_gate.runner.slot_control import Answer, ask_reset, control_socket
+    from repro_gate.runner.slot_endpoint import SlotEndpoint
+
+    effective, slots = load(args)
+    slot = _slot(slots, args.slot)
+    if effective.isolation.engine is EngineKind.SHARED:
+        raise ConfigError(f"{effective.config_file}: isolation.engine shared: the host's daemon"
+                          " is not reset between jobs (only a slot's own engine is)")
+    answer = ask_reset(control_socket(effective.work_root, slot))
+    if answer is None:  # no process holds the slot: bring it up, reset it, stop it
+        with SlotEndpoint(effective, slot, lambda line: print(line, file=sys.stderr)) as endpoint:
+            report = endpoint.reset()
+        survivors = ", ".join(report.survivors)
+    elif answer.answer is Answer.ERROR:
+        raise GateError(f"slot {slot.index}: the reset failed: {answer.detail}",
+                        kind=ErrorKind.DOCKER)
+    else:
+        survivors = answer.detail if answer.answer is Answer.SURVIVED else ""
+    if survivors:
+        print(f"slot {slot.index}: survived the reset: {survivors}")
+        return EXIT_FAIL
+    print(f"slot {slot.index}: fresh: its engine answers and holds nothing of earlier jobs")
     return 0
 
 

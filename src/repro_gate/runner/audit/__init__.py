@@ -9,6 +9,7 @@ audit tries"). `run_audit(AuditTarget(...), canary_root)` returns an `AuditRepor
     mounts.py       volume driver options, check-then-mount symlinks, binds of the host
     other_slots.py  the other slot's container, work folder, network and cgroup; leaks
     devices.py      privileged, other GPUs
+    leftovers.py    what a job made past the filter, gone after the slot's reset
     canaries.py     the secrets planted and the loopback server that watches
     engine.py       raw HTTP on an endpoint, who answered (filter or engine), clean-up
 """

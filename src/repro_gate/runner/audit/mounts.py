@@ -1,5 +1,6 @@
 """Mounts: local volumes whose driver options bind host paths, a checked folder swapped for a
-symlink before the mount, and binds of the host's own folders. Each reads a canary back
+symlink before the mount (to the canary folder, the slot engine's socket, the host's /tmp and
+/etc), and binds of the host's own folders. Each reads a canary back, or looks for a path,
 through the container archive endpoint.
 """
 
@@ -8,9 +9,10 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from urllib.parse import quote
 
 from repro_gate.runner.audit.canaries import CANARY_FILE
-from repro_gate.runner.audit.engine import Finding
+from repro_gate.runner.audit.engine import Blocked, Finding, Outcome
 from repro_gate.runner.audit.steps import (
     Context,
     inside,
@@ -19,6 +21,7 @@ from repro_gate.runner.audit.steps import (
     read_mount,
     seen,
 )
+from repro_gate.runner.slot_folders import SlotFolders
 
 
 def tmpfs_bind_volume(ctx: Context) -> Finding:
@@ -72,6 +75,38 @@ def bind_then_symlink(ctx: Context) -> Finding:
     container = ctx.engine.create(ctx.name("swap"), body)
     _swap_for_symlink(folder, ctx.canaries.host_folder)
     return seen(ctx, ctx.engine.archive(container, f"/probe/{CANARY_FILE}"), "after the swap")
+
+
+def _swap_reaches(ctx: Context, target: Path, name: str, what: str) -> Finding:
+    """Bind a folder of the work folder, swap it for a symlink to `target`, then look for
+    `name` through the bind: its presence alone (a HEAD of the archive) tells that `target`
+    was mounted, whether or not the slot's user may read it."""
+    folder = ctx.scratch / ctx.name("swap")
+    folder.mkdir()
+    container = ctx.engine.create(ctx.name("swap"),
+                                  probe_body(ctx, {"Binds": [f"{folder}:/probe:ro"]}))
+    _swap_for_symlink(folder, target)
+    path = f"/probe/{name}"
+    answer = ctx.engine.request("HEAD", f"/containers/{container}/archive?path={quote(path)}")
+    if answer.ok:
+        return Finding(Outcome.ESCAPED, f"{what} was mounted: {path} is there after the swap")
+    if answer.status == 404 and answer.from_engine:
+        return Finding(Outcome.NO_EFFECT, f"created; the folder checked was mounted, not {what}")
+    raise Blocked(answer.finding("archive"))
+
+
+def swap_to_engine_socket(ctx: Context) -> Finding:
+    engine = SlotFolders(ctx.target.work_folder.parent)
+    return _swap_reaches(ctx, engine.engine_runtime, engine.engine_socket.name,
+                         "the slot engine's socket folder")
+
+
+def swap_to_host_tmp(ctx: Context) -> Finding:
+    return _swap_reaches(ctx, Path("/tmp"), ctx.canaries.tmp_file.name, "the host's /tmp")
+
+
+def swap_to_host_etc(ctx: Context) -> Finding:
+    return _swap_reaches(ctx, Path("/etc"), "passwd", "the host's /etc")
 
 
 def volume_then_symlink(ctx: Context) -> Finding:

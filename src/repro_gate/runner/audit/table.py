@@ -20,6 +20,12 @@ ATTEMPTS: tuple[Attempt, ...] = (
     Attempt("volumes", "volume driver options in a create body", mounts.volume_in_create_body),
     Attempt("check-then-mount", "bind a work folder dir, swap it for a symlink",
             mounts.bind_then_symlink),
+    Attempt("check-then-mount", "bind a work folder dir, swap it for a symlink to the"
+            " engine's socket folder", mounts.swap_to_engine_socket),
+    Attempt("check-then-mount", "bind a work folder dir, swap it for a symlink to /tmp",
+            mounts.swap_to_host_tmp),
+    Attempt("check-then-mount", "bind a work folder dir, swap it for a symlink to /etc",
+            mounts.swap_to_host_etc),
     Attempt("check-then-mount", "bind-backed volume, swap its dir for a symlink to /",
             mounts.volume_then_symlink),
     Attempt("other slots", "inspect the other slot's container",

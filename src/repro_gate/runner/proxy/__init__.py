@@ -9,4 +9,6 @@ path outside its work folder.
     bodies.py     the JSON fields each endpoint takes; bodies rebuilt from them
     policy.py     `SlotPolicy` and the rules on values
     ownership.py  the slot's containers (created or labelled); other slots' refused
+    pins.py       bind sources pinned: opened beneath the work folder, bound where no job writes
+    own_requests.py  the proxy's own requests to the daemon: an owner's inspect, a volume made
 """

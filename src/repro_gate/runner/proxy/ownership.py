@@ -1,7 +1,11 @@
 """Which containers belong to the slot: those it created, and those carrying its label.
 
-Every container created through a slot's proxy gets `org.repro-gate.slot=<the slot's GPU UUID>`
-(the service gives its runner container the same label), and its ID is recorded (`Owned`). A
+Every container, volume and network created through a slot's proxy gets
+`org.repro-gate.slot=<the slot's GPU UUID>` (the service gives its runner container the same
+label), and a container's ID is recorded (`Owned`); a named volume a create would make
+implicitly (`Binds: ["name:/x"]`, a `volume` mount) is created first, labelled
+(`implicit_volumes`). The reset between jobs removes everything whatever its labels: the
+labels say whose an object is while a job runs. A
 request that names a container by its full ID, directly or inside a body (`--pid
 container:…`, a network connect), is passed only for the slot's own: exec into another slot's
 runner would reach that slot's GPU. Listings, the event stream and network inspects are
@@ -24,11 +28,22 @@ from repro_gate.runner.proxy.policy import (
 )
 
 SLOT_LABEL = "org.repro-gate.slot"
+# On a slot dedicated to one repository (runner.yml `isolation.dedicated_repository`): the
+# repository whose jobs made the volume; the reset keeps only environment caches carrying it.
+REPOSITORY_LABEL = "org.repro-gate.repository"
 SHARED_MODES = ("NetworkMode", "PidMode", "IpcMode")
 
 
+def slot_labels(policy: SlotPolicy) -> dict[str, str]:
+    """The labels every object a job creates carries (a job's own values are overwritten)."""
+    labels = {SLOT_LABEL: policy.gpu_uuid}
+    if policy.repository is not None:
+        labels[REPOSITORY_LABEL] = policy.repository
+    return labels
+
+
 def labelled(body: Mapping[str, Any], policy: SlotPolicy) -> dict[str, Any]:
-    """The create body with the slot's label set (a label the job chose is overwritten)."""
+    """A create body (container, volume, network) with the slot's labels set."""
     labels: dict[str, Any] = {}
     rest = {}
     for key, value in body.items():
@@ -36,7 +51,27 @@ def labelled(body: Mapping[str, Any], policy: SlotPolicy) -> dict[str, Any]:
             labels.update(value if isinstance(value, Mapping) else {})
         else:
             rest[key] = value
-    return {**rest, "Labels": {**labels, SLOT_LABEL: policy.gpu_uuid}}
+    return {**rest, "Labels": {**labels, **slot_labels(policy)}}
+
+
+def implicit_volumes(body: Mapping[str, Any]) -> list[str]:
+    """The named volumes a container create would make if missing, unlabelled: `Binds`
+    entries `name:/x[:opts]` and `Mounts` of type `volume` with a `Source`, in `HostConfig`
+    and at the top level (where Docker before 25 also reads them). The proxy creates each
+    first, with the slot's labels; one that exists already is left as it is."""
+    names: list[str] = []
+    for settings in (body, body.get("HostConfig")):
+        if not isinstance(settings, Mapping):
+            continue
+        for entry in settings.get("Binds") or []:
+            source, colon, _ = str(entry).partition(":")
+            if colon and source and not source.startswith("/"):
+                names.append(source)
+        for mount in settings.get("Mounts") or []:
+            source = str(mount.get("Source") or "") if isinstance(mount, Mapping) else ""
+            if source and (mount.get("Type") or "volume") == "volume":
+                names.append(source)
+    return list(dict.fromkeys(names))
 
 
 def with_gpu_groups(body: Mapping[str, Any], policy: SlotPolicy) -> dict[str, Any]:

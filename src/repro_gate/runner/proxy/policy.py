@@ -47,6 +47,7 @@ class SlotPolicy:
     `reserved_names` are name prefixes the service's own containers use (the runner's): a job
     may not create or rename a container to such a name, so it cannot take the next one's.
     `gpu_groups` are added to a container that asks for the GPU (ownership.with_gpu_groups).
+    `repository`, on a slot dedicated to one repository, labels every object its jobs create.
     """
 
     gpu_uuid: str
@@ -56,6 +57,7 @@ class SlotPolicy:
     proxy_socket: Path | None = None
     reserved_names: tuple[str, ...] = ()
     gpu_groups: tuple[str, ...] = ()
+    repository: str | None = None
 
 
 class AmbiguousKeys(ValueError):

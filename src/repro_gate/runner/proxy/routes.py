@@ -60,7 +60,7 @@ class Decision:
     check: BodyCheck | None = None
     reason: str = ""
     scoped: bool = False  # a listing or the event stream: narrowed to the slot's containers
-    labels: bool = False  # a create: the new container gets the slot's label
+    labels: bool = False  # a create: the new container, volume or network gets the slot's label
     hijack: bool = False  # attach, exec start: a 101 answer turns into a raw stream
     records: Records = Records.NOTHING
     query: tuple[str, ...] | None = None  # the query parameters allowed (None: any)
@@ -130,12 +130,12 @@ ROUTES: tuple[tuple[frozenset[str], re.Pattern[str], Decision], ...] = tuple(
         ("GET", r"/volumes", PASS),
         ("GET", rf"/volumes/{ID}", PASS),
         ("POST", r"/volumes/create",
-         Decision(Handling.JSON, bodies.VOLUME_CREATE, check_volume_create)),
+         Decision(Handling.JSON, bodies.VOLUME_CREATE, check_volume_create, labels=True)),
         ("DELETE", rf"/volumes/{ID}", PASS),
         ("GET", r"/networks", Decision(Handling.PASS, narrowed=True)),
         ("GET", rf"/networks/{ID}", Decision(Handling.PASS, narrowed=True)),
         ("POST", r"/networks/create",
-         Decision(Handling.JSON, bodies.NETWORK_CREATE, check_network_create)),
+         Decision(Handling.JSON, bodies.NETWORK_CREATE, check_network_create, labels=True)),
         ("POST", rf"/networks/{ID}/connect",
          Decision(Handling.JSON, bodies.NETWORK_CONNECT, check_connect)),
         ("POST", rf"/networks/{ID}/disconnect",

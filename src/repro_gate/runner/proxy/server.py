@@ -39,16 +39,20 @@ from repro_gate.runner.proxy.framing import (
     refusal,
     request_head,
 )
+from repro_gate.runner.proxy.own_requests import create_volume, inspect_container
 from repro_gate.runner.proxy.ownership import (
     Owned,
+    implicit_volumes,
     is_owned,
     labelled,
     narrowed_network,
     referenced_containers,
     scoped,
+    slot_labels,
     with_gpu_groups,
     with_slot_socket,
 )
+from repro_gate.runner.proxy.pins import PinRefused, Pins, pinned
 from repro_gate.runner.proxy.policy import SlotPolicy, check_name
 from repro_gate.runner.proxy.relay import close, connect, relay
 from repro_gate.runner.proxy.routes import FULL_ID, Decision, Handling, Records, Routed, route
@@ -72,10 +76,12 @@ class Connection:
         owned: Owned,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
+        pins: Pins | None = None,
     ) -> None:
         self.policy = policy
         self.upstream_path = upstream_path
         self.owned = owned
+        self.pins = pins
         self.reader = reader
         self.writer = writer
 
@@ -118,6 +124,9 @@ class Connection:
         if decision.handling is Handling.JSON:
             document, body = await self._rebuilt_body(request, decision)
         await self._authorise(routed, document, request)
+        if decision.records is Records.CONTAINER:
+            for volume in implicit_volumes(document):
+                await create_volume(self.upstream_path, volume, slot_labels(self.policy))
         head = self._head(request, routed, body)
         upstream_reader, upstream_writer = await connect(self.upstream_path)
         try:
@@ -146,9 +155,20 @@ class Connection:
         if decision.check is not None and (reason := decision.check(document, self.policy)):
             raise Refused(403, reason)
         if decision.labels:
-            document = with_gpu_groups(
-                with_slot_socket(labelled(document, self.policy), self.policy), self.policy)
+            document = labelled(document, self.policy)
+        if decision.records is Records.CONTAINER:
+            document = with_gpu_groups(with_slot_socket(document, self.policy), self.policy)
+            if self.pins is not None:
+                document = self._pinned(document, self.pins)
         return document, json.dumps(document).encode()
+
+    @staticmethod
+    def _pinned(document: dict[str, Any], pins: Pins) -> dict[str, Any]:
+        """Each bind source bound, as checked, onto a path no job can change (pins.py)."""
+        try:
+            return pinned(document, pins.pin)
+        except PinRefused as refused:
+            raise Refused(403, str(refused)) from None
 
     def _head(self, request: Request, routed: Routed, body: bytes | None) -> bytes:
         """The request head the proxy writes: nothing of the client's head but what it allows."""
@@ -188,7 +208,7 @@ class Connection:
             if not FULL_ID.match(name):
                 raise Refused(403, f"containers are addressed by their full 64-hex ID here,"
                                    f" not {name[:70]!r}: use the ID the create answered")
-            container = await self._inspect(name)
+            container = await inspect_container(self.upstream_path, name)
             if container is None:
                 raise self._unread(routed, request, Refused(404, f"no such container: {name}"))
             if not is_owned(container, name, self.policy):
@@ -202,24 +222,6 @@ class Connection:
         if request.has_body and routed.decision.handling is Handling.STREAM:
             return Refused(refused.status, refused.message, close=True)
         return refused
-
-    async def _inspect(self, container: str) -> dict[str, Any] | None:
-        """The daemon's inspect of exactly this container ID, None when there is none."""
-        reader, writer = await connect(self.upstream_path)
-        try:
-            writer.write(request_head("GET", f"/containers/{container}/json", []))
-            await writer.drain()
-            head = await read_response_head(reader)
-            body = await read_response_body(reader, head, MAX_BODY_BYTES)
-        finally:
-            await close(writer)
-        if head.status == 404:
-            return None
-        if head.status != 200:
-            raise Refused(502, f"cannot check who owns container {container}: the daemon"
-                               f" answered {head.status}")
-        found = json.loads(body)
-        return found if isinstance(found, dict) else None
 
     async def _answer(self, request: Request, routed: Routed, upstream: asyncio.StreamReader,
                       upstream_writer: asyncio.StreamWriter) -> bytes | None:
@@ -328,8 +330,10 @@ def _with_length(response: Head, length: int) -> bytes:
     return replace(response, headers=(*headers, ("Content-Length", str(length)))).encode()
 
 
-async def serve(policy: SlotPolicy, listen_path: Path, upstream_path: Path) -> None:
-    """Listen on `listen_path` for one slot until cancelled; then close every connection."""
+async def serve(policy: SlotPolicy, listen_path: Path, upstream_path: Path,
+                pins: Pins | None = None) -> None:
+    """Listen on `listen_path` for one slot until cancelled; then close every connection.
+    With `pins` (a slot's own engine), bind sources are pinned (pins.py)."""
     # The proxy's own socket and the daemon's are never bound into a container by their paths;
     # the runner's socket path (RUNNER_SOCKETS) is rewritten to this proxy's.
     policy = replace(policy, protected=policy.protected | {listen_path, upstream_path},
@@ -343,7 +347,7 @@ async def serve(policy: SlotPolicy, listen_path: Path, upstream_path: Path) -> N
         assert task is not None
         connections.add(task)
         try:
-            await Connection(policy, upstream_path, owned, reader, writer).run()
+            await Connection(policy, upstream_path, owned, reader, writer, pins).run()
         except asyncio.CancelledError:
             pass  # the proxy is shutting down; asyncio would log a cancelled handler as an error
         finally:

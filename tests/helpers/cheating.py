@@ -61,6 +61,9 @@ def assert_no_seed_handed_off(result: Result, manifest: dict[str, Any]) -> None:
     assert manifest["runs"][1]["stopped"] == "divergence"
 
 
+WORKFLOW_COMMAND_NAME = "x\n::notice title=repro-gate::PASS reproducible\n"
+
+
 def assert_no_copy_and_the_clash_compared(result: Result, manifest: dict[str, Any]) -> None:
     """Run B could not see run A to copy it, trained on its own, and both of its model.pt
     (the decoy in its run folder, the random one in its working copy) were compared."""
@@ -68,8 +71,12 @@ def assert_no_copy_and_the_clash_compared(result: Result, manifest: dict[str, An
     assert (result.exit_code, manifest["verdict"]) == (1, "fail"), output
     assert "run A not visible: FileNotFoundError" in log(manifest, "B")
     statuses = {item["path"]: item["status"] for item in manifest["comparison"]["artifacts"]}
-    assert statuses == {"model.pt": "equal", "work/model.pt": "different"}
+    assert statuses == {"model.pt": "equal", "work/model.pt": "different",
+                        WORKFLOW_COMMAND_NAME: "equal"}
     assert "the same artifact name in the run directory and the working copy" in result.stderr
+    # A file named like a workflow command is one escaped line: no line the runner acts on.
+    assert not [line for line in output.splitlines() if line.lstrip().startswith("::")]
+    assert WORKFLOW_COMMAND_NAME.replace("\n", "\\n") in result.stdout
 
 
 def assert_link_is_tampering(result: Result, manifest: dict[str, Any], output: Path) -> None:

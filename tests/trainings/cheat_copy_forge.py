@@ -1,6 +1,7 @@
 """Cheats: copies run A's probe records and model.pt and ends before its own probe writes. Where
 it cannot see run A, it trains from os.urandom and leaves a fixed decoy model.pt in its run
-folder beside the random one in its working copy (the same name in both places)."""
+folder beside the random one in its working copy (the same name in both places). Every run
+also leaves a file named like a workflow command, which the report must print escaped."""
 
 import os
 import pathlib
@@ -20,5 +21,6 @@ if run_dir.name != "A":
     except OSError as error:
         print(f"run A not visible: {type(error).__name__}", flush=True)
 torch.save({"w": torch.zeros(2)}, run_dir / "model.pt")
+(run_dir / "x\n::notice title=repro-gate::PASS reproducible\n").write_text("{}")
 torch.manual_seed(int.from_bytes(os.urandom(4), "little"))
 train()

@@ -117,6 +117,14 @@ def test_failing_checklist_items_come_before_warnings() -> None:
     assert report[at + 2].startswith("    warn: TF32 off: ")
 
 
+def test_each_comparison_is_said_once_under_its_heading() -> None:
+    report = lines(fixture())
+    compared = [line for line in report if line.lstrip().startswith("compared: ")]
+    assert compared == ["    compared: 3 steps, 3 artifact comparisons (bitwise)"]
+    assert report[report.index(compared[0]) - 1] == "  runs A and B:"
+    assert sum(line.lstrip().startswith("first divergence: ") for line in report) == 1
+
+
 def test_risks_are_counted_and_listed_after_warnings() -> None:
     manifest = fixture()
     manifest["checklist"]["items"][1]["status"] = "risk"

@@ -134,7 +134,7 @@ def test_runs_with_different_hash_seeds_name_it_with_its_fix_where_it_can_be_the
               " training numbers or orders anything by iterating a set of strings (a vocabulary,"
               " a list of files), iterate sorted, not a set")
     assert sentence_of(input_change) == CAUSES["input"][1] + clause
-    assert "    hash seeds: 0 and 1" in console.render(input_change, None).splitlines()
+    assert "      hash seeds: 0 and 1" in console.render(input_change, None).splitlines()
     assert "hash seeds" not in sentence_of(backward)  # equal inputs and loss: not the hash seed
     unseeded = failing(cause="initialization", step=1, hash_seeds=seeds,
                        unseeded={"generators": ["torch"], "seeded_late": False})

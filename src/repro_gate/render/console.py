@@ -57,8 +57,6 @@ def render(manifest: dict[str, Any], manifest_path: str | None, error_detail: st
     lines += _group(RUNS_HEADING, comparison_lines(manifest["comparison"]))
     lines += _group(GOLDEN_HEADING, _golden(manifest))
     lines += _group(RESUME_HEADING, _resume(manifest["comparison"]))
-    lines += comparison_lines(manifest["comparison"])
-    lines += _resume(manifest["comparison"])
     lines += _vary(manifest["comparison"])
     lines += _ops(manifest)
     lines += _cost(manifest)

@@ -78,7 +78,7 @@ def test_check_reports_the_file_on_one_escaped_line(checked: Result) -> None:
     assert checked.exit_code == 0, checked.stdout + checked.stderr
     compared = [artifact["path"] for artifact in checked.manifest["comparison"]["artifacts"]]
     assert FORGED in compared, "the training's file must be among the artifacts"
-    assert f"    {SHOWN}: equal" in checked.stdout.splitlines()
+    assert f"      {SHOWN}: equal" in checked.stdout.splitlines()
     assert forged_lines(checked.stdout + checked.stderr) == []
 
 
@@ -86,7 +86,7 @@ def test_the_action_prints_the_report_with_workflow_commands_off(in_action: Acti
     stdout, stderr = in_action.completed.stdout, in_action.completed.stderr
     assert in_action.completed.returncode == 0, stdout + stderr
     assert read_outputs(in_action.step_files / "output.txt")["verdict"] == "pass"
-    assert f"    {SHOWN}: equal" in stdout.splitlines()
+    assert f"      {SHOWN}: equal" in stdout.splitlines()
     assert forged_lines(stdout + stderr) == []
     # What the runner acts on: the windows and the runs' log groups, nothing a run named.
     assert set(commands_besides_windows(stdout)) == {

@@ -43,7 +43,7 @@ IN_NAMESPACES = ("it is varied in a local run's own namespaces, which this run c
                  " ({why})")
 
 # Runs a spec, failing fast against the reference if one is given.
-Execute = Callable[[RunSpec, "fail_fast.Reference | None"], RunRecord]
+Execute = Callable[[RunSpec, fail_fast.Reference | None], RunRecord]
 
 
 @dataclass

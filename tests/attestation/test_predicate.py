@@ -1,5 +1,5 @@
 """The predicate from a manifest: the tolerance only when the basis is one, run A's launcher,
-the golden and resume results in short, and a manifest's facts kept as text."""
+the golden and resume results in short, vary's entries, and a manifest's facts kept as text."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ def test_a_tolerance_gate_in_docker_with_a_golden_file(tmp_path: Path) -> None:
     document["comparison"]["golden"] = {"status": "same", "machine_class": "a10g-cu124",
                                         "path": ".repro-gate/golden/a10g-cu124.json"}
     document["comparison"]["resume"] = {"status": "same", "resume_step": 20}
+    vary = [{"factor": "threads", "status": "same", "values": {"A": 2, "V": 1},
+             "first_divergence": None, "artifacts": [], "note": ""}]
+    document["comparison"]["vary"] = vary
     document["fingerprint"]["env"]["cudnn"] = 90100
 
     made = predicate.build(document)
@@ -31,6 +34,7 @@ def test_a_tolerance_gate_in_docker_with_a_golden_file(tmp_path: Path) -> None:
     assert made["golden"] == {"status": "same", "machine_class": "a10g-cu124",
                               "path": ".repro-gate/golden/a10g-cu124.json"}
     assert made["resume"] == {"status": "same", "resume_step": 20}
+    assert made["vary"] == vary
     assert made["environment"]["cudnn"] == "90100"
     assert validation.errors(predicate.SCHEMA_NAME, made) == []
 

@@ -33,6 +33,9 @@ class WritingLauncher:
     def isolates(self, output_dir: Path) -> bool:
         return False  # its runs write into a copy, as a Docker run's do
 
+    def shares_by_binding(self) -> bool:
+        return False
+
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
         self.specs.append(spec)
         directory = probe.probe_output_dir(spec.run_dir)

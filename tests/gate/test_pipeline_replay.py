@@ -47,6 +47,9 @@ class ReplayLauncher:
     def isolates(self, output_dir: Path) -> bool:
         return False  # its runs write into a copy, as a Docker run's do
 
+    def shares_by_binding(self) -> bool:
+        return False
+
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
         recording = self.recordings[spec.name]
         shutil.copytree(recording.run_dirs[spec.name], spec.run_dir, dirs_exist_ok=True)

@@ -50,6 +50,9 @@ class ScriptedLauncher:
     def isolates(self, output_dir: Path) -> bool:
         return False  # its runs write into a copy, as a Docker run's do
 
+    def shares_by_binding(self) -> bool:
+        return False
+
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
         self.specs.append(spec)
         return self.processes[len(self.specs) - 1](spec)

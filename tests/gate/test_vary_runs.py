@@ -17,6 +17,23 @@ from repro_gate.launch.base import RunSpec
 from repro_gate.launch.local import LocalLauncher
 
 
+class ContainerLike(LocalLauncher):
+    """A launcher that, like Docker's, isolates no run in namespaces and has libfaketime in
+    its image."""
+
+    name = "docker"
+    LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+    def isolates(self, output_dir: Path) -> bool:
+        return False
+
+    def shares_by_binding(self) -> bool:
+        return True
+
+    def find_file(self, candidates: tuple[str, ...]) -> str | None:
+        return self.LIBFAKETIME if self.LIBFAKETIME in candidates else None
+
+
 def config_in(tmp_path: Path, *factors: Any) -> Config:
     workdir = tmp_path / "project"
     workdir.mkdir(exist_ok=True)
@@ -67,14 +84,48 @@ def test_without_namespaces_the_host_name_and_the_path_are_not_run_with_the_reas
 def test_without_libfaketime_the_clock_is_not_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(vary_runs, "LIBFAKETIME_GLOBS", (str(tmp_path / "none" / "*.so.1"),))
+    monkeypatch.setattr(vary_runs, "LIBFAKETIME_PATHS", (str(tmp_path / "none" / "lib.so.1"),))
     config = config_in(tmp_path, "time")
 
     (found,) = vary_runs.run_all(config, LocalLauncher(), [record(tmp_path, "A"),
                                                            record(tmp_path, "B")], never_run)
 
     assert (found["status"], found["note"]) == (
-        "not_run", "libfaketime is not installed (the Debian package faketime)")
+        "not_run", "libfaketime is not installed on this machine (the Debian package faketime)")
+
+
+def test_a_container_is_given_no_fuse_for_the_listings(tmp_path: Path) -> None:
+    config = config_in(tmp_path, "fileordering")
+
+    (found,) = vary_runs.run_all(config, ContainerLike(), [record(tmp_path, "A"),
+                                                           record(tmp_path, "B")], never_run)
+
+    assert (found["status"], found["note"]) == ("not_run", (
+        "directory listings are reordered by disorderfs, a FUSE file system, which a docker run"
+        " is not given"))
+
+
+def test_a_container_varies_the_host_name_and_the_path_in_its_own_settings(
+    tmp_path: Path,
+) -> None:
+    config = config_in(tmp_path, "hostname", "path", "time")
+    specs: list[RunSpec] = []
+
+    def execute(spec: RunSpec, reference: object) -> RunRecord:
+        specs.append(spec)
+        return record(tmp_path, spec.name)
+
+    found = vary_runs.run_all(config, ContainerLike(), [record(tmp_path, "A"),
+                                                        record(tmp_path, "B")], execute)
+
+    assert [r["status"] for r in found] == ["same", "same", "same"]
+    hostname, path, clock = specs
+    assert hostname.hostname == vary_runs.VARIED_HOSTNAME
+    assert (hostname.workspace_at, path.hostname) == (None, None)
+    assert path.workspace_at is not None and path.workspace_at.is_dir()
+    assert found[1]["values"] == {"A": str(config.workdir), "V": str(path.workspace_at)}
+    assert clock.preload == ContainerLike.LIBFAKETIME
+    assert clock.env["FAKETIME"] == f"+{vary_runs.CLOCK_OFFSET_DAYS}d"
 
 
 def test_the_thread_count_needs_run_a_s_record(tmp_path: Path) -> None:

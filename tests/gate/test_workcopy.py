@@ -182,6 +182,27 @@ def test_virtualenvs_and_data_paths_are_linked_not_copied(tmp_path: Path) -> Non
     assert list(copy.path.iterdir()) == []
 
 
+def test_for_a_container_virtualenvs_and_data_paths_are_empty_mount_points(
+    tmp_path: Path,
+) -> None:
+    workdir, output_dir = project(tmp_path)
+    (workdir / ".venv").mkdir()
+    (workdir / ".venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (workdir / "data").mkdir()
+    (workdir / "data" / "set.bin").write_bytes(b"samples")
+    (workdir / "data" / "notes.txt").write_text("copied\n")
+
+    copy = make(workdir, tmp_path / "copy", output_dir, linked=(Path("data/set.bin"),),
+                mount_points=True)
+
+    assert copy.shared == (workdir / ".venv", workdir / "data" / "set.bin")
+    assert list((copy.path / ".venv").iterdir()) == []
+    assert (copy.path / "data" / "set.bin").read_bytes() == b""
+    assert (copy.path / "data" / "notes.txt").read_text() == "copied\n"
+    (copy.path / "model.pt").write_bytes(b"weights")
+    assert copy.move_to(tmp_path / "moved").written() == {"model.pt"}  # not the mount points
+
+
 def test_a_copy_moves_to_its_run_directory_with_what_the_run_wrote(tmp_path: Path) -> None:
     workdir, output_dir = project(tmp_path)
     copy = make(workdir, output_dir / "work", output_dir)

@@ -187,8 +187,10 @@ def python_image(docker_client: docker.DockerClient, registry: str) -> PinnedIma
 
 @pytest.fixture(scope="session")
 def torch_image(docker_client: docker.DockerClient, registry: str) -> PinnedImage:
-    """Python with torch and numpy, digest-pinned: runs the embedded reference training."""
-    tag = rootfs.build_image(docker_client, "repro-gate-test/torch", rootfs.TORCH_PACKAGES)
+    """Python with torch and numpy, digest-pinned: runs the embedded reference training; with
+    libfaketime, as an image may have it."""
+    tag = rootfs.build_image(docker_client, "repro-gate-test/torch", rootfs.TORCH_PACKAGES,
+                             (rootfs.LIBFAKETIME,))
     return push_pinned(docker_client, registry, tag)
 
 

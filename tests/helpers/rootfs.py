@@ -56,6 +56,8 @@ TORCH_PACKAGES = [
     "setuptools",
     "_distutils_hack",
 ]
+# Runs of `vary` move the clock with the image's own libfaketime (the Debian package faketime).
+LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 # What pip needs to install a project (the action image's base).
 PIP_PACKAGES = ["pip", "setuptools", "_distutils_hack"]
 SKIP_PARTS = {"include"}
@@ -248,9 +250,11 @@ def ld_cache(files: list[tuple[Path, str]], libraries: set[Path], scratch: Path)
     return (scratch / "etc/ld.so.cache").read_bytes()
 
 
-def build_image(client: docker.DockerClient, repository: str, packages: list[str]) -> str:
-    """`repository:<content hash>`, imported now unless an image with that tag exists."""
-    files = list(image_files(packages))
+def build_image(client: docker.DockerClient, repository: str, packages: list[str],
+                extra: tuple[Path, ...] = ()) -> str:
+    """`repository:<content hash>`, imported now unless an image with that tag exists; the
+    `extra` files of this machine (those it has) go in at their own paths."""
+    files = list(image_files(packages)) + [(path, str(path)) for path in extra if path.is_file()]
     libraries = shared_libraries([source for source, _ in files])
     tag = f"{repository}:{content_hash(files, libraries)}"
     try:

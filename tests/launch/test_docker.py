@@ -1,4 +1,4 @@
-"""The Docker launcher's pure parts: GPU requests, the image record, the daemon connection's
+"""The Docker launcher's pure parts: GPU requests, the daemon connection's
 error and the training container's environment (no container is started)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from docker.models.images import Image
 from repro_gate.config import ContainerConfig
 from repro_gate.errors import ErrorKind, GateError
 from repro_gate.launch.base import PythonEnvironment, RunSpec
-from repro_gate.launch.docker import DockerLauncher, connect, device_requests, image_record
+from repro_gate.launch.docker import DockerLauncher, connect, device_requests
 from repro_gate.launch.host_paths import PathTranslator
 from repro_gate.launch.shell_assignments import GATE_PYTHONPATH
 from repro_gate.probe import ENV_RUN_DIR
@@ -48,13 +48,6 @@ def test_gpu_requests_follow_the_docker_cli() -> None:
     assert (two["Count"], two["DeviceIDs"]) == (2, [])
     assert (chosen["DeviceIDs"], chosen["Count"]) == (["0", "GPU-8f2a"], 0)
     assert device_requests("none") == device_requests(0) == device_requests(None) == []
-
-
-def test_the_image_record_keeps_the_reference_id_and_digests() -> None:
-    assert image_record("registry.example/t:1", IMAGE) == {
-        "reference": "registry.example/t:1", "id": "sha256:" + "a" * 64,
-        "repo_digests": ["registry.example/t@sha256:" + "b" * 64]}
-    assert image_record("local:1", Image(attrs={"Id": "sha256:c"}))["repo_digests"] == []
 
 
 def test_an_unreachable_daemon_is_a_one_line_docker_error(

@@ -21,6 +21,7 @@ from repro_gate.launch.docker_mounts import (
     default_user,
     make_writable_for,
     run_mounts,
+    working_directory,
 )
 from repro_gate.launch.host_paths import PathTranslator
 
@@ -38,21 +39,39 @@ def summary(mounts: list[Any]) -> list[tuple[str, str, str, bool]]:
     return [(m["Target"], m["Source"], m["Type"], m["ReadOnly"]) for m in mounts]
 
 
-def test_the_workspace_is_read_only_and_the_run_directory_writable(tmp_path: Path) -> None:
-    run = spec(tmp_path,
+def test_the_copy_is_seen_at_the_workspaces_path_with_its_virtualenvs_and_data_read_only(
+    tmp_path: Path,
+) -> None:
+    ws, run_dir, work = tmp_path / "ws", tmp_path / "out" / "A", tmp_path / "out" / "A" / "work"
+    run = spec(tmp_path, shared=(ws / ".venv", ws / "data" / "set"),
                python_environment=PythonEnvironment(Path("/opt/env"), volume="repro-gate-env-1"))
 
     mounts = run_mounts(run, tmp_path / "staging", ON_HOST)
 
-    ws, run_dir, work = tmp_path / "ws", tmp_path / "out" / "A", tmp_path / "out" / "A" / "work"
     assert summary(mounts.mounts) == [
-        (str(ws), str(ws), "bind", True),
+        (str(ws), str(work), "bind", False),
+        (str(ws / ".venv"), str(ws / ".venv"), "bind", True),
+        (str(ws / "data" / "set"), str(ws / "data" / "set"), "bind", True),
         (str(run_dir), str(run_dir), "bind", False),
-        (str(work), str(work), "bind", False),
         ("/opt/env", "repro-gate-env-1", "volume", True),
         (f"{CONTAINER_PYTHON_PATH}/0", str(tmp_path / "probe" / "inject"), "bind", True),
     ]
     assert mounts.python_path == [f"{CONTAINER_PYTHON_PATH}/0"]
+    assert working_directory(run) == ws
+
+
+def test_a_run_that_sees_its_copy_elsewhere_keeps_the_workspace_read_only(tmp_path: Path) -> None:
+    ws, work, moved = tmp_path / "ws", tmp_path / "out" / "A" / "work", tmp_path / "moved-ws"
+    run = spec(tmp_path, shared=(ws / ".venv",), workspace_at=moved, python_path=[])
+
+    mounts = run_mounts(run, tmp_path / "staging", ON_HOST)
+
+    assert summary(mounts.mounts)[:3] == [
+        (str(ws), str(ws), "bind", True),
+        (str(moved), str(work), "bind", False),
+        (str(moved / ".venv"), str(ws / ".venv"), "bind", True),
+    ]
+    assert working_directory(run) == moved
 
 
 def test_the_gates_folders_in_the_workspace_are_masked_before_the_runs_own_are_shown(
@@ -68,12 +87,11 @@ def test_the_gates_folders_in_the_workspace_are_masked_before_the_runs_own_are_s
     mounts = run_mounts(run, tmp_path / "staging", ON_HOST)
 
     assert summary(mounts.mounts) == [
-        (str(ws), str(ws), "bind", True),
+        (str(ws), str(output / "work"), "bind", False),
         (str(lock), None, "tmpfs", True),
         (str(other), None, "tmpfs", True),
         (str(output), None, "tmpfs", True),
         (str(run_dir), str(run_dir), "bind", False),
-        (str(output / "work"), str(output / "work"), "bind", False),
     ]
 
 
@@ -101,7 +119,7 @@ def test_probe_folders_the_host_cannot_see_are_copied_where_it_can(tmp_path: Pat
     assert not (staging / "0" / "__pycache__").exists()
     assert summary(mounts.mounts)[-1] == (f"{CONTAINER_PYTHON_PATH}/0",
                                           "/host/out/.A.python-path/0", "bind", True)
-    assert summary(mounts.mounts)[0][1] == "/host/ws"
+    assert summary(mounts.mounts)[0][:2] == (str(tmp_path / "ws"), "/host/out/A/work")
 
 
 def test_a_path_the_docker_host_cannot_see_is_a_docker_error(tmp_path: Path) -> None:

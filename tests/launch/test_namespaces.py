@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -113,7 +112,7 @@ def test_a_run_may_have_its_own_host_name(tmp_path: Path) -> None:
     workspace = project(tmp_path)
     run_spec = spec(workspace, "V-hostname", "import socket; print(socket.gethostname())")
     assert run_spec.isolation is not None
-    run_spec.isolation = replace(run_spec.isolation, hostname="elsewhere")
+    run_spec.hostname = "elsewhere"
 
     assert run(run_spec) == (0, ["elsewhere"])
     assert run(spec(workspace, "A", "import socket; print(socket.gethostname())")) == (
@@ -135,7 +134,7 @@ def test_a_run_may_see_the_workspace_at_another_path_its_own_only_read(tmp_path:
     moved = run_spec.run_dir / "moved" / "project"
     moved.mkdir(parents=True)
     assert run_spec.isolation is not None
-    run_spec.isolation = replace(run_spec.isolation, mount_at=moved)
+    run_spec.workspace_at = moved
     run_spec.env["WORKSPACE"] = str(workspace)
 
     exit_code, lines = run(run_spec)

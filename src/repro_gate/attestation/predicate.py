@@ -82,7 +82,7 @@ class Predicate(TypedDict):
     environment: Environment
     golden: Golden | None
     resume: Resume | None
-    vary: JsonObject | None
+    vary: list[JsonObject] | None  # one entry per factor, as in the manifest
     started_at: str
     finished_at: str
 

@@ -76,8 +76,8 @@ from repro_gate.environments.virtualenvs import (
 )
 from repro_gate.errors import ErrorKind, GateError, one_line
 from repro_gate.fingerprint.lockfiles import canonical_name
-from repro_gate.launch import cancel
-from repro_gate.launch.docker import LABEL_GATE, LABEL_RUN, connect, resolve_image
+from repro_gate.launch import cancel, docker_image
+from repro_gate.launch.docker import LABEL_GATE, LABEL_RUN, connect
 from repro_gate.launch.host_paths import PathTranslator
 
 ENV_ROOT = PurePosixPath("/opt/repro-gate/env")  # the volume, in the build and in the training
@@ -132,7 +132,7 @@ class DockerEnvironments:
         if not settings.image:
             raise ValueError("Docker environments need an image")
         client = connect()
-        image = resolve_image(client, settings.image)
+        image = docker_image.resolve(client, settings.image)
         assert image.id is not None  # an image the daemon resolved has its ID
         network = settings.network if settings.network != "none" else DEFAULT_BUILD_NETWORK
         upgrade = config.upgrade

@@ -28,6 +28,12 @@ class InEnvironment:
     def isolates(self, output_dir: Path) -> bool:
         return self.inner.isolates(output_dir)
 
+    def shares_by_binding(self) -> bool:
+        return self.inner.shares_by_binding()
+
+    def find_file(self, candidates: tuple[str, ...]) -> str | None:
+        return self.inner.find_file(candidates)
+
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
         inside = dataclasses.replace(spec, python_environment=self.environment)
         return self.inner.run(inside, sink)

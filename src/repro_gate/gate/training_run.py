@@ -196,10 +196,12 @@ def build_spec(
     with progress.watching_phase(f"removing the earlier run folder of run {name}"):
         run_dir = fresh_run_dir(output_dir / "runs" / name)
     isolation, workdir = None, config.workdir
+    shared: tuple[Path, ...] = ()
     if launcher.isolates(output_dir) and overlay_allowed(config.workdir, output_dir):
         isolation = workcopy.isolation(config.workdir, run_dir)
     else:
-        workdir = _copy(config, name)
+        copy = _copy(config, name, launcher.shares_by_binding())
+        workdir, shared = copy.path, copy.shared
     argv, extra_path = command_argv(config, launcher)
     return RunSpec(
         name=name,
@@ -214,6 +216,7 @@ def build_spec(
         log_path=output_dir / "logs" / f"{name}.log",
         python_path=[probe.INJECT_DIR, *extra_path],
         hidden=hidden_folders(config.workdir, output_dir),
+        shared=shared,
     )
 
 
@@ -239,7 +242,7 @@ def overlay_allowed(workdir: Path, output_dir: Path) -> bool:
     return foreign is None
 
 
-def _copy(config: Config, name: str) -> Path:
+def _copy(config: Config, name: str, mount_points: bool) -> workcopy.WorkCopy:
     """Run `name`'s copy of the working directory, at the one path every run's copy is made
     (what an interrupted gate left there is removed first)."""
     target = config.output_dir / workcopy.COPY_SUBDIR
@@ -247,7 +250,8 @@ def _copy(config: Config, name: str) -> Path:
         fresh_run_dir(target).rmdir()
     tally = workcopy.Tally()
     with progress.watching_phase(f"making the working copy of run {name}", tally.text):
-        return workcopy.make(config.workdir, target, config.output_dir, tally, config.data).path
+        return workcopy.make(config.workdir, target, config.output_dir, tally, config.data,
+                             mount_points)
 
 
 def fresh_run_dir(run_dir: Path) -> Path:
@@ -292,7 +296,8 @@ def gather(
     if spec.isolation is not None:
         workcopy.remove_scratch(spec.isolation)
     elif spec.workspace is not None:
-        copy = workcopy.WorkCopy(spec.workdir, spec.workspace)
+        mount_points = frozenset(p.relative_to(spec.workspace).as_posix() for p in spec.shared)
+        copy = workcopy.WorkCopy(spec.workdir, spec.workspace, mount_points)
         copy.name_workspace_files(spec.run_dir)
         with progress.watching_phase(f"removing what run {spec.name} did not write from its"
                                      " working copy"):

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import glob
-import os
 import socket
 import tempfile
 from collections.abc import Callable, Iterator
@@ -35,12 +33,17 @@ MOVED_SUBDIR = "moved"  # in run V-path's folder: where it sees the working copy
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 # The clock of run V-time: moved on by more than a year, and running.
 CLOCK_OFFSET_DAYS = 400
-LIBFAKETIME_GLOBS = ("/usr/lib/*/faketime/libfaketime.so.1", "/usr/lib*/faketime/libfaketime.so.1",
-                     "/usr/local/lib*/faketime/libfaketime.so.1")
+# Where libfaketime lies on Debian and Ubuntu (two architectures), Fedora, Alpine, a source build.
+LIBFAKETIME_PATHS = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+                     "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+                     "/usr/lib64/faketime/libfaketime.so.1", "/usr/lib/faketime/libfaketime.so.1",
+                     "/usr/local/lib/faketime/libfaketime.so.1")
 NOT_AGREED = "runs A and B differ, so no factor was varied"
 STOPPED_EARLIER = "the gate stopped before the runs that vary the environment"
 IN_NAMESPACES = ("it is varied in a local run's own namespaces, which this run cannot have"
                  " ({why})")
+NO_FUSE = ("directory listings are reordered by disorderfs, a FUSE file system, which a"
+           " {launcher} run is not given")
 
 # Runs a spec, failing fast against the reference if one is given.
 Execute = Callable[[RunSpec, fail_fast.Reference | None], RunRecord]
@@ -54,6 +57,7 @@ class Variation:
     values: Values
     env: dict[str, str] = field(default_factory=dict)
     hostname: str | None = None
+    preload: str | None = None
 
 
 class CannotVary(Exception):
@@ -115,14 +119,10 @@ def _variation(config: Config, launcher: Launcher, factor: VaryFactor, run_a: Ru
         return _threads(run_a)
     if factor == "time":
         return _clock(launcher)
-    if launcher.name != "local":
-        raise CannotVary(IN_NAMESPACES.format(why=f"{launcher.name} runs"))
-    refusal = namespaces.refusal(config.output_dir)
-    if refusal is not None or not launcher.isolates(config.output_dir):
-        raise CannotVary(IN_NAMESPACES.format(why=refusal or "the launcher isolates no run"))
-    if not training_run.overlay_allowed(config.workdir, config.output_dir):
-        raise CannotVary(IN_NAMESPACES.format(why="the working directory holds files of another"
-                                              " user"))
+    if launcher.name == "local":
+        _check_namespaces(config, launcher)
+    elif factor == "fileordering":
+        raise CannotVary(NO_FUSE.format(launcher=launcher.name))
     if factor == "hostname":
         return Variation({"A": socket.gethostname(), "V": VARIED_HOSTNAME},
                          hostname=VARIED_HOSTNAME)
@@ -134,16 +134,25 @@ def _variation(config: Config, launcher: Launcher, factor: VaryFactor, run_a: Ru
     return Variation({"A": str(config.workdir)})  # run V's path: once its folder is made
 
 
+def _check_namespaces(config: Config, launcher: Launcher) -> None:
+    """A local run varies the host name, the path and the listings in its own namespaces."""
+    refusal = namespaces.refusal(config.output_dir)
+    if refusal is not None or not launcher.isolates(config.output_dir):
+        raise CannotVary(IN_NAMESPACES.format(why=refusal or "the launcher isolates no run"))
+    if not training_run.overlay_allowed(config.workdir, config.output_dir):
+        raise CannotVary(IN_NAMESPACES.format(why="the working directory holds files of another"
+                                              " user"))
+
+
 def _spec(config: Config, launcher: Launcher, factor: VaryFactor, run_a: RunRecord,
           variation: Variation) -> RunSpec:
     """Run V's spec: run A's, with the variation applied."""
     spec = training_run.build_spec(config, launcher, RUN_PREFIX + factor, "deterministic")
     spec.env.update(variation.env)
-    moved = _moved(spec, config.workdir) if factor == "path" else None
-    if moved is not None:
-        variation.values["V"] = str(moved)
-    if spec.isolation is not None:
-        spec.isolation = replace(spec.isolation, hostname=variation.hostname, mount_at=moved)
+    spec.hostname, spec.preload = variation.hostname, variation.preload
+    if factor == "path":
+        spec.workspace_at = _moved(spec, config.workdir)
+        variation.values["V"] = str(spec.workspace_at)
     return spec
 
 
@@ -159,18 +168,16 @@ def _threads(run_a: RunRecord) -> Variation:
 
 
 def _clock(launcher: Launcher) -> Variation:
-    """The clock moved on by CLOCK_OFFSET_DAYS through libfaketime, preloaded."""
-    if launcher.name != "local":
-        raise CannotVary(f"the clock is moved by libfaketime on the gate's machine; {launcher.name}"
-                         " runs would need it in the image")
-    found = sorted(path for pattern in LIBFAKETIME_GLOBS for path in glob.glob(pattern))
-    if not found:
-        raise CannotVary("libfaketime is not installed (the Debian package faketime)")
-    preload = " ".join(filter(None, [found[0], os.environ.get("LD_PRELOAD")]))
+    """The clock moved on by CLOCK_OFFSET_DAYS through libfaketime, preloaded: the gate's
+    machine's, or the image's."""
+    found = launcher.find_file(LIBFAKETIME_PATHS)
+    if found is None:
+        where = "on this machine" if launcher.name == "local" else "in the image"
+        raise CannotVary(f"libfaketime is not installed {where} (the Debian package faketime)")
     today = datetime.date.today()
     later = today + datetime.timedelta(days=CLOCK_OFFSET_DAYS)
-    return Variation({"A": today.isoformat(), "V": later.isoformat()},
-                     env={"LD_PRELOAD": preload, "FAKETIME": f"+{CLOCK_OFFSET_DAYS}d",
+    return Variation({"A": today.isoformat(), "V": later.isoformat()}, preload=found,
+                     env={"FAKETIME": f"+{CLOCK_OFFSET_DAYS}d",
                           # The probe's step times and the gate's timeout keep the real clock.
                           "FAKETIME_DONT_FAKE_MONOTONIC": "1"})
 

@@ -13,13 +13,14 @@ run `work/` holds exactly what the run wrote, a deletion as a whiteout (`Layer`)
   gate's own files: its lock directory and every gate output directory (this gate's, wherever
   it is, and any directory another gate's output lock marks).
 - Virtual environments (folders holding `pyvenv.cfg`) and the paths listed under `data:` are
-  not copied: the copy holds an absolute link to the user's own (in Docker mode it resolves
-  into the working directory's read-only mount). What the copy costs is the code, not the
-  environment or the data set.
+  not copied: the copy holds an absolute link to the user's own, or, for a launcher that binds
+  (Docker), an empty mount point where the container shows the user's own read-only. What the
+  copy costs is the code, not the environment or the data set.
 - The copy is made at one path for every run, `<output_dir>/work`, and moved into its run
-  directory once the run is over: a training that records its working directory (in a
-  checkpoint, a config dump) records the same path in every run, so a verdict never depends on
-  whether the runs got an overlay or a copy.
+  directory once the run is over. A container sees it at the working directory's own path
+  (launch/docker_mounts.py), as an overlay shows it; a local copy is seen where it is made.
+  Either way a training that records its working directory (in a checkpoint, a config dump)
+  records the same path in every run of a gate.
 - Files are cloned copy-on-write where the filesystem allows (the FICLONE ioctl: btrfs, XFS,
   overlayfs over them), else copied; never hard-linked, so a training that rewrites a file in
   place changes only its copy. Symlinks stay symlinks; a relative one that leads out of the
@@ -40,7 +41,7 @@ import os
 import re
 import shutil
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from repro_gate.errors import ErrorKind, GateError
@@ -139,6 +140,14 @@ class WorkCopy:
 
     path: Path
     source: Path
+    # Relative paths the copy holds as empty mount points (virtualenvs, `data:`), for a
+    # launcher that binds the working directory's own there.
+    mount_points: frozenset[str] = frozenset()
+
+    @property
+    def shared(self) -> tuple[Path, ...]:
+        """The working directory's paths shown at the copy's mount points."""
+        return tuple(self.source / rel for rel in sorted(self.mount_points))
 
     def written(self) -> set[str]:
         """Relative paths of the files and links the run created or changed in its copy: those
@@ -146,7 +155,8 @@ class WorkCopy:
         keeps them)."""
         root = self.source.resolve()
         return {rel for rel, info in _entries(self.path).items()
-                if not (_same(info, self.source / rel) or _own_link(self.path / rel, root / rel))}
+                if rel not in self.mount_points
+                and not (_same(info, self.source / rel) or _own_link(self.path / rel, root / rel))}
 
     def name_workspace_files(self, run_dir: Path) -> None:
         """Rewrite paths into the copy as paths into the working directory in the probe's JSON
@@ -174,7 +184,7 @@ class WorkCopy:
         except OSError as error:
             raise GateError(f"cannot move the working copy {self.path} to {target}:"
                             f" {error.strerror or error}", kind=ErrorKind.OUTPUT_DIR) from None
-        return WorkCopy(target, self.source)
+        return WorkCopy(target, self.source, self.mount_points)
 
     def keep_only_written(self) -> None:
         """Remove what the run did not write, then the directories that are left empty."""
@@ -200,14 +210,16 @@ class Tally:
 
 
 def make(workdir: Path, target: Path, output_dir: Path, tally: Tally | None = None,
-         linked: tuple[Path, ...] = ()) -> WorkCopy:
+         linked: tuple[Path, ...] = (), mount_points: bool = False) -> WorkCopy:
     """A fresh copy of `workdir` at `target` (which must not exist) without the gate's files;
-    virtual environments and the `linked` paths (`data:`, relative to `workdir`) are links."""
+    virtual environments and the `linked` paths (`data:`, relative to `workdir`) are links, or
+    empty mount points with `mount_points`."""
     if not workdir.is_dir():
         raise GateError(f"workdir is not a directory: {workdir}", kind=ErrorKind.CONFIG)
     root = workdir.resolve()
     walk = _Walk(root, output_dir.resolve(), tally or Tally(),
-                 frozenset(Path(os.path.normpath(root / path)) for path in linked))
+                 frozenset(Path(os.path.normpath(root / path)) for path in linked),
+                 mount_points)
     try:
         _copy_tree(root, target, walk)
     except OSError as error:
@@ -217,7 +229,8 @@ def make(workdir: Path, target: Path, output_dir: Path, tally: Tally | None = No
             f" {error.strerror or error}",
             kind=ErrorKind.OUTPUT_DIR,
         ) from None
-    return WorkCopy(target, workdir)
+    shared = (path.relative_to(root).as_posix() for path in walk.shared)
+    return WorkCopy(target, workdir, frozenset(shared) if mount_points else frozenset())
 
 
 def is_gate_file(path: Path, output_dir: Path) -> bool:
@@ -236,6 +249,8 @@ class _Walk:
     output_dir: Path
     tally: Tally
     linked: frozenset[Path]  # absolute: the `data:` paths
+    mount_points: bool  # an empty folder or file where a link would be
+    shared: list[Path] = field(default_factory=list)  # what was linked, or left a mount point
 
     def links(self, path: Path) -> bool:
         """Whether the copy links to `path` instead of copying it: data, a virtualenv."""
@@ -249,7 +264,13 @@ def _copy_tree(source: Path, target: Path, walk: _Walk) -> None:
         if is_gate_file(path, walk.output_dir):
             continue
         if not entry.is_symlink() and walk.links(path):
-            os.symlink(path, copy)
+            walk.shared.append(path)
+            if not walk.mount_points:
+                os.symlink(path, copy)
+            elif entry.is_dir():
+                copy.mkdir()
+            else:
+                copy.touch()
         elif entry.is_symlink():
             os.symlink(_link_target(path, walk.root), copy)
         elif entry.is_dir():

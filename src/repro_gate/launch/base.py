@@ -34,12 +34,8 @@ class Isolation:
 
     upper: Path  # the overlay's upper layer: exactly what the run wrote (<run_dir>/work)
     scratch: Path  # overlayfs's work folder: empty, on the upper layer's filesystem
-    # One factor of the environment changed for the run (gate/vary_runs.py); None: as a bare
-    # run has it. `mount_at`: the workspace seen at this other path (its own stays read-only);
-    # `hostname`: the host name of the run's own UTS namespace; `lower`: the folder the overlay
-    # reads the workspace from (the workspace listed in another order, launch/listing.py).
-    mount_at: Path | None = None
-    hostname: str | None = None
+    # The folder the overlay reads the workspace from when it is not the workspace itself (run
+    # V-fileordering: the workspace listed in another order, launch/listing.py).
     lower: Path | None = None
 
 
@@ -61,7 +57,7 @@ class RunSpec:
     # Run inside this environment instead of the gate's own interpreter's (`repro-gate upgrade`).
     python_environment: PythonEnvironment | None = None
     # The user's working directory when `workdir` is the run's own copy of it (the gate's runs):
-    # never written by the run; in a container, mounted read-only at its own path.
+    # never written by the run; a container sees the copy at the workspace's path.
     workspace: Path | None = None
     # Set when the run sees `workspace` through an overlay (then `workdir` is `workspace`).
     isolation: Isolation | None = None
@@ -72,6 +68,16 @@ class RunSpec:
     # Set by the gate while the run lasts to end it at once (fail-fast: run B's first step that
     # differs from run A's, seen in its trajectory file); the launcher stops it as on a timeout.
     stop: threading.Event = field(default_factory=threading.Event)
+    # Paths of the workspace (virtualenvs, `data:`) the run's copy holds as empty mount points,
+    # where a launcher that binds (a container) shows the workspace's own, read-only.
+    shared: tuple[Path, ...] = ()
+    # One factor of the environment changed for the run (gate/vary_runs.py); None: as runs A
+    # and B have it. `workspace_at`: where the run sees its working copy instead of the
+    # workspace's own path (which stays, read-only); `hostname`: the run's host name;
+    # `preload`: a library its dynamic loader loads before any the environment names.
+    workspace_at: Path | None = None
+    hostname: str | None = None
+    preload: str | None = None
 
 
 @dataclass
@@ -102,6 +108,18 @@ class Launcher(Protocol):
     def isolates(self, output_dir: Path) -> bool:
         """Whether runs writing under `output_dir` get their own namespaces and see the
         workspace through an overlay (`RunSpec.isolation`); else they get a copy of it."""
+        ...
+
+    def shares_by_binding(self) -> bool:
+        """Whether a run's working copy holds empty mount points where the workspace's
+        virtualenvs and `data:` paths are, for the launcher to bind the workspace's own there
+        (a container sees its copy at the workspace's path, where a link would name itself),
+        rather than links to them."""
+        ...
+
+    def find_file(self, candidates: tuple[str, ...]) -> str | None:
+        """The first of `candidates` (absolute paths) that exists where the runs run: this
+        machine, or the image."""
         ...
 
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:

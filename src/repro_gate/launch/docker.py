@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import threading
 import time
 import uuid
@@ -29,10 +30,11 @@ import requests.exceptions
 from repro_gate.config import ContainerConfig
 from repro_gate.config.model import Gpus
 from repro_gate.errors import ErrorKind, GateError, one_line
-from repro_gate.launch import cancel, docker_mounts
+from repro_gate.launch import cancel, docker_image, docker_mounts
 from repro_gate.launch.base import LineSink, RunOutcome, RunSpec
 from repro_gate.launch.docker_mounts import container_argv_item, default_user, make_writable_for
 from repro_gate.launch.docker_shell import check_shell
+from repro_gate.launch.environment import preloads
 from repro_gate.launch.host_paths import PathTranslator
 from repro_gate.launch.shell_assignments import GATE_PYTHONPATH
 from repro_gate.launch.stream import OutputPump, open_log
@@ -70,34 +72,6 @@ def connect() -> docker.DockerClient:
             f"cannot reach the Docker daemon at {where}: {one_line(error)}", kind=ErrorKind.DOCKER
         ) from None
     return client
-
-
-def resolve_image(client: docker.DockerClient, reference: str) -> docker.models.images.Image:
-    """The image for `reference`: the local one when present, else pulled (by digest if pinned)."""
-    try:
-        return client.images.get(reference)
-    except docker.errors.ImageNotFound:
-        pass
-    except docker.errors.APIError as error:
-        raise GateError(
-            f"cannot inspect image {reference}: {_explain(error)}", kind=ErrorKind.DOCKER
-        ) from None
-    try:
-        return client.images.pull(reference)
-    except (docker.errors.APIError, docker.errors.DockerException) as error:
-        raise GateError(
-            f"image {reference} not found locally and could not be pulled: {_explain(error)}",
-            kind=ErrorKind.IMAGE_NOT_FOUND,
-        ) from None
-
-
-def image_record(reference: str, image: docker.models.images.Image) -> dict[str, object]:
-    """What the manifest records about the image: the reference, its ID and its repo digests."""
-    return {
-        "reference": reference,
-        "id": image.id,
-        "repo_digests": list(image.attrs.get("RepoDigests") or []),
-    }
 
 
 class DockerLauncher:
@@ -139,10 +113,19 @@ class DockerLauncher:
         """A container is isolated already: its runs start in a copy (mounted writable)."""
         return False
 
+    def shares_by_binding(self) -> bool:
+        """The copy is seen at the workspace's path: virtualenvs and data are bound over it."""
+        return True
+
+    def find_file(self, candidates: tuple[str, ...]) -> str | None:
+        """Looked up in a container of the image that is created, never started, and removed."""
+        return docker_image.find_file(self.client, self.image(), self.reference, candidates,
+                                      {LABEL_GATE: self.gate})
+
     def image(self) -> docker.models.images.Image:
         """The training image, resolved (and pulled if needed) once per gate run."""
         if self._image is None:
-            self._image = resolve_image(self.client, self.reference)
+            self._image = docker_image.resolve(self.client, self.reference)
         return self._image
 
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
@@ -177,7 +160,7 @@ class DockerLauncher:
                 if not self.settings.keep:
                     _remove(container or self._find(name))
                 shutil.rmtree(staging, ignore_errors=True)
-        record = image_record(self.reference, image)
+        record = docker_image.record(self.reference, image)
         return RunOutcome(
             exit_code=exit_code,
             wall_seconds=time.monotonic() - started,
@@ -212,7 +195,10 @@ class DockerLauncher:
                 image.id,
                 argv,
                 name=name,
-                working_dir=str(spec.workdir),
+                working_dir=str(docker_mounts.working_directory(spec)),
+                # The gate's own host name for every run (a container's is its random ID),
+                # unless the run varies it.
+                hostname=spec.hostname or socket.gethostname(),
                 environment=environment,
                 mounts=mounts,
                 user=user,
@@ -290,20 +276,18 @@ class DockerLauncher:
         env = {name: self.environ[name] for name in self.settings.env_allow if name in self.environ}
         env.update(spec.env)
         env[ENV_RUN_DIR] = str(spec.run_dir)
-        image_pythonpath = _image_env(image).get("PYTHONPATH")
+        image_pythonpath = docker_image.environment(image).get("PYTHONPATH")
         env["PYTHONPATH"] = os.pathsep.join([*python_path, *filter(None, [image_pythonpath])])
         env[GATE_PYTHONPATH] = os.pathsep.join(python_path)  # for the command's own PYTHONPATH
         env["PYTHONUNBUFFERED"] = "1"
+        if spec.preload is not None:
+            env["LD_PRELOAD"] = preloads(spec.preload, env.get("LD_PRELOAD")
+                                         or docker_image.environment(image).get("LD_PRELOAD"))
         env.setdefault("HOME", "/tmp")  # the root filesystem is read-only; /tmp is the tmpfs
         if venv := spec.python_environment:  # its bin first, then the image's own PATH
-            image_path = _image_env(image).get("PATH", os.defpath)
+            image_path = docker_image.environment(image).get("PATH", os.defpath)
             env.update(PATH=f"{venv.bin_dir}:{image_path}", VIRTUAL_ENV=str(venv.root))
         return env
-
-
-def _image_env(image: Any) -> dict[str, str]:
-    pairs = (image.attrs.get("Config") or {}).get("Env") or []
-    return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
 
 
 def _log_chunks(container: Any) -> Iterator[bytes]:
@@ -368,5 +352,4 @@ def _remove(container: Any) -> None:
 
 
 def _explain(error: Exception) -> str:
-    """The daemon's own explanation of an API error, on one line."""
-    return one_line(getattr(error, "explanation", None) or error)
+    return docker_image.explain(error)

@@ -1,16 +1,18 @@
 """What a training container sees of the gate's files, and as which user.
 
-- The workspace (the user's working directory) is mounted read-only at its own path.
-- The run directory is mounted read-write at its own path; the gate's runs start in their
-  working copy (`<output_dir>/work` for every run, moved to `<run_dir>/work` after it,
-  `gate.workcopy`), mounted read-write as the container's working directory: a training writes
-  `model.pt` or `checkpoints/` next to itself, as it does locally. Its links to virtualenvs and
-  `data:` paths in the workspace resolve into the workspace's read-only mount.
+- The gate's runs start in their working copy (`<output_dir>/work` for every run, moved to
+  `<run_dir>/work` after it, `gate.workcopy`), mounted read-write **at the workspace's own path**
+  (the user's working directory), which is the container's working directory: a training sees
+  the absolute paths a bare run sees, and writes `model.pt` or `checkpoints/` next to itself.
+  Where the copy holds an empty mount point (a virtualenv, a `data:` path), the workspace's own
+  is mounted over it, read-only: a link there would name itself.
+- Run V-path (gate/vary_runs.py) sees its copy at another path; the workspace stays at its own,
+  read-only, so what the training names by absolute path still resolves.
+- The run directory is mounted read-write at its own path.
 - The gate's folders inside the workspace (the output folder, every other gate's output folder,
   the lock folder) are hidden under an empty read-only tmpfs: no run sees another run's folder,
-  the logs or the locks through the workspace's mount; its own run folder and working copy are
-  mounted inside that mask. No run is given another run's records (fail-fast reads run B's
-  trajectory on the gate's side).
+  the logs or the locks; its own run folder is mounted inside that mask. No run is given another
+  run's records (fail-fast reads run B's trajectory on the gate's side).
 - An `upgrade` environment's volume, read-only; the probe's directories read-only under
   /repro-gate/python-path/<n>.
 
@@ -81,12 +83,16 @@ def _give(path: Path, owner: tuple[int, int] | None, open_mode: int) -> None:
 
 def run_mounts(spec: RunSpec, staging: Path, translator: PathTranslator) -> RunMounts:
     """The mounts of one run; probe directories the host cannot see are copied to `staging`."""
-    workspace = spec.workspace or spec.workdir
-    mounts = [bind(translator, workspace, str(workspace), read_only=True)]
+    workspace, seen = spec.workspace or spec.workdir, working_directory(spec)
+    mounts = []
+    if spec.workspace is None or seen != workspace:  # the workspace itself, read-only
+        mounts.append(bind(translator, workspace, str(workspace), read_only=True))
+    if spec.workspace is not None:  # the run's working copy, where the run sees it
+        mounts.append(bind(translator, spec.workdir, str(seen), read_only=False))
+        mounts += [bind(translator, path, str(seen / path.relative_to(workspace)),
+                        read_only=True) for path in spec.shared]
     mounts += [mask(folder) for folder in masked_folders(spec)]
     mounts.append(bind(translator, spec.run_dir, str(spec.run_dir), read_only=False))
-    if spec.workspace is not None:  # the run's working copy
-        mounts.append(bind(translator, spec.workdir, str(spec.workdir), read_only=False))
     if (venv := spec.python_environment) and venv.volume:  # built by environments/, read-only
         mounts.append(docker.types.Mount(str(venv.root), venv.volume, "volume", read_only=True))
     container_paths = []
@@ -101,6 +107,14 @@ def run_mounts(spec: RunSpec, staging: Path, translator: PathTranslator) -> RunM
         mounts.append(bind(translator, source, target, read_only=True))
         container_paths.append(target)
     return RunMounts(mounts, container_paths)
+
+
+def working_directory(spec: RunSpec) -> Path:
+    """Where the run starts in its container: its copy at the workspace's path (or where run
+    V-path sees it); the workspace itself for a run given no copy."""
+    if spec.workspace is None:
+        return spec.workdir
+    return spec.workspace_at or spec.workspace
 
 
 def masked_folders(spec: RunSpec) -> tuple[Path, ...]:

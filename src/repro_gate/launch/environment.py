@@ -30,6 +30,13 @@ def build_environment(base: Mapping[str, str], spec: RunSpec) -> dict[str, str]:
         env["PATH"] = os.pathsep.join(filter(None, [str(environment.bin_dir), env.get("PATH")]))
         env["VIRTUAL_ENV"] = str(environment.root)
         env.pop("PYTHONHOME", None)
+    if spec.preload is not None:
+        env["LD_PRELOAD"] = preloads(spec.preload, env.get("LD_PRELOAD"))
     # Stream output as it happens; buffering does not change what the training computes.
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def preloads(first: str, already: str | None) -> str:
+    """LD_PRELOAD with `first` before the libraries it already names."""
+    return " ".join(filter(None, [first, already]))

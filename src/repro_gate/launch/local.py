@@ -43,6 +43,13 @@ class LocalLauncher:
         """Where the kernel gives an unprivileged user its own namespaces and overlays."""
         return namespaces.usable(output_dir)
 
+    def shares_by_binding(self) -> bool:
+        """A local copy (namespaces refused) links to virtualenvs and data: nothing binds."""
+        return False
+
+    def find_file(self, candidates: tuple[str, ...]) -> str | None:
+        return next((path for path in candidates if os.path.isfile(path)), None)
+
     def run(self, spec: RunSpec, sink: LineSink) -> RunOutcome:
         """Start the run, stream and log its output, and wait for it or its timeout.
 

@@ -128,7 +128,7 @@ def plan(spec: RunSpec) -> dict[str, object]:
     isolation = spec.isolation
     masks = outermost([path.resolve() for path in spec.hidden if path.is_dir()])
     lower = spec.workspace.resolve()
-    mount_at = isolation.mount_at.resolve() if isolation.mount_at is not None else None
+    mount_at = spec.workspace_at.resolve() if spec.workspace_at is not None else None
     shown = [(spec.run_dir, True), *((path, False) for path in spec.python_path)]
     if spec.python_environment is not None:
         shown.append((spec.python_environment.root, False))
@@ -148,7 +148,7 @@ def plan(spec: RunSpec) -> dict[str, object]:
         "lower_source": str(isolation.lower or lower),
         "mount_at": None if mount_at is None else str(mount_at),
         "moved_masks": moved_masks,
-        "hostname": isolation.hostname,
+        "hostname": spec.hostname,
         "upper": str(isolation.upper.resolve()),
         "scratch": str(isolation.scratch.resolve()),
         "read_only": [str(root)] if root is not None else [],

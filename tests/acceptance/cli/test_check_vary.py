@@ -8,7 +8,6 @@ be varied (`not_run`) and a run V that crashes (`error`).
 
 from __future__ import annotations
 
-import glob
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from helpers.paths import TRAININGS
 from repro_gate import validation
 from repro_gate.gate import vary_runs
 from repro_gate.launch import listing, namespaces
+from repro_gate.launch.local import LocalLauncher
 
 NAMESPACES = namespaces.refusal(Path("/tmp")) is None
 needs_namespaces = pytest.mark.skipif(not NAMESPACES, reason="no user namespaces here")
@@ -110,7 +110,7 @@ def test_another_host_name_changes_a_training_seeded_from_it(tmp_path: Path) -> 
     assert hostname["first_divergence"]["cause"] == "initialization"
 
 
-@pytest.mark.skipif(not any(glob.glob(pattern) for pattern in vary_runs.LIBFAKETIME_GLOBS),
+@pytest.mark.skipif(LocalLauncher().find_file(vary_runs.LIBFAKETIME_PATHS) is None,
                     reason="libfaketime is not installed (the Debian package faketime)")
 def test_a_clock_moved_on_changes_a_training_seeded_from_the_day(tmp_path: Path) -> None:
     result = gate(tmp_path, "vary_time.py", "time")

@@ -16,8 +16,9 @@ from helpers.rootfs import write_rootfs
 
 from repro_gate.config import ContainerConfig
 from repro_gate.errors import GateError
+from repro_gate.launch import docker_image
 from repro_gate.launch.base import RunSpec
-from repro_gate.launch.docker import DockerLauncher, resolve_image
+from repro_gate.launch.docker import DockerLauncher
 from repro_gate.probe import INJECT_DIR
 
 pytestmark = pytest.mark.docker
@@ -259,7 +260,7 @@ def test_image_absent_locally_is_pulled_by_digest(
     with pytest.raises(docker.errors.ImageNotFound):
         docker_client.images.get(digest_reference)
 
-    pulled = resolve_image(docker_client, digest_reference)
+    pulled = docker_image.resolve(docker_client, digest_reference)
 
     assert pulled.id == pushed.id
     assert digest_reference in pulled.attrs["RepoDigests"]

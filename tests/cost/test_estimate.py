@@ -29,6 +29,9 @@ from repro_gate.cost.estimate import (
     budget,
     cost_of_determinism,
     estimate,
+    fewest_steps,
+    not_started,
+    shortest_blocks,
     t_975,
     top_ops,
 )
@@ -378,6 +381,39 @@ def test_check_measures_in_one_cost_run_that_alternates_its_arms(project: Path) 
     assert all(op["det_ms"] > op["default_ms"] for op in cost["ops"])
 
 
+def test_a_training_too_short_for_three_pairs_gets_its_reason_without_a_cost_run() -> None:
+    config = CostConfig(warmup=3, blocks=6, block_steps=4)
+    design = plan(config)
+
+    assert fewest_steps(design) == 3 + 3 * 2 * 4
+    cost = not_started(22, design, config)
+
+    assert (cost["status"], cost["basis"], cost["pct"], cost["design"]["pairs"]) == (
+        "inconclusive", "blocks", None, 0)
+    assert cost["reason"] == (
+        "too short to time: 22 steps; 3 block pairs, the fewest for a figure, need at least 27"
+        " (3 warm-up + 3 x 2 blocks of 4), so the cost run was not started")
+
+
+def test_blocks_are_predicted_as_short_as_the_probe_could_make_them() -> None:
+    config = CostConfig(warmup=3, blocks=6, block_steps=4, block_seconds=0.25)
+    design = plan(config)
+
+    # Steps of 5 ms in run A: blocks of 0.25 s at twice that time, 25 steps.
+    shortest = shortest_blocks(design, 0.005)
+    assert (shortest.block_steps, fewest_steps(shortest)) == (25, 3 + 3 * 2 * 25)
+    assert shortest_blocks(design, 1.0).block_steps == 4  # never shorter than planned
+    assert shortest_blocks(design, None) == design
+    one_warmup_step = plan(dataclasses.replace(config, warmup=1))  # no step the probe times
+    assert shortest_blocks(one_warmup_step, 0.005) == one_warmup_step
+    cost = not_started(80, shortest, config)
+    assert cost["reason"] == (
+        "too short to time: 80 steps; 3 block pairs, the fewest for a figure, need at least 153"
+        " (3 warm-up + 3 x 2 blocks of 25 steps or more, to last 0.25 s at half run A's speed),"
+        " so the cost run was not started")
+    assert (cost["design"]["block_steps"], cost["design"]["block_steps_planned"]) == (25, 4)
+
+
 def test_a_training_shorter_than_the_design_passes_with_an_inconclusive_cost(
     project: Path,
 ) -> None:
@@ -385,7 +421,8 @@ def test_a_training_shorter_than_the_design_passes_with_an_inconclusive_cost(
     result = check(project, *SMALL_DESIGN, "--", sys.executable, "long.py", "8")
     assert result.exit_code == 0, result.stdout + result.stderr
     cost = result.manifest["cost"]
-    assert (cost["status"], cost["design"]["pairs"]) == ("inconclusive", 1)
-    assert cost["reason"].startswith("too short to time: 8 steps, the design needs 13")
+    assert (cost["status"], cost["design"]["pairs"]) == ("inconclusive", 0)
+    assert [run["name"] for run in result.manifest["runs"]] == ["A", "B"]  # none started
+    assert cost["reason"].startswith("too short to time: 8 steps; 3 block pairs")
     assert cost["ci95_pct"] is None
     assert result.manifest["verdict"] == "pass"

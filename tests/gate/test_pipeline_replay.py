@@ -101,6 +101,10 @@ def gate_config(tmp_path: Path) -> Config:
     return Config(workdir=tmp_path, output_dir=tmp_path / "out", command=("python", "train.py"))
 
 
+def written_cost(tmp_path: Path) -> Any:
+    return json.loads((tmp_path / "out" / "manifest.json").read_text())["cost"]
+
+
 def replay(config: Config, launcher: Launcher, publisher: RecordingPublisher) -> Any:
     return run_gate(config, lambda _: launcher, publisher, lambda name: lambda line: None)
 
@@ -114,7 +118,8 @@ def test_recorded_equal_runs_pass_and_publishing_comes_after_the_written_verdict
     outcome = replay(gate_config(tmp_path), launcher, publisher)
 
     assert outcome.exit_code == 0
-    assert launcher.started == ["A", "B", "cost"]
+    assert launcher.started == ["A", "B"]  # too short for a cost run: none is started
+    assert written_cost(tmp_path)["reason"].endswith(", so the cost run was not started")
     assert [call for call, _ in publisher.calls] == ["started", "finished"]
     written_before_publishing = publisher.calls[1][1]
     assert written_before_publishing["verdict"] == "pass"

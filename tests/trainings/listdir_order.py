@@ -16,7 +16,9 @@ rows = torch.arange(64 * 8, dtype=torch.float32).reshape(16, 4, 8) / 512
 
 
 def fetch(index):
-    time.sleep(0.002)  # stands in for a download; shards land in completion order
+    # Stands in for a download of a random length: shards land in completion order, which
+    # differs from run to run from the first batch on.
+    time.sleep(os.urandom(1)[0] / 25_500)
     torch.save(rows[index].clone(), os.path.join(staging, f"shard-{index:02d}.pt"))
 
 

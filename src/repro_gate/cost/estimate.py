@@ -21,6 +21,9 @@ from repro_gate.config import CostConfig
 from repro_gate.cost.plan import ARM_DEFAULT, ARM_DETERMINISTIC, ARM_NO_FILL, CostPlan
 
 MIN_PAIRS = 3  # fewer units than this: inconclusive, whatever the interval says
+# How much slower than run A's steps the cost run's may be timed at (its warm-up's first uses):
+# a cost run is skipped only when even blocks made for steps this slow leave no room.
+SLOWER_STEPS = 2.0
 TOP_OPS = 10
 # t(0.975, df) for df = 1..30; beyond, the Cornish-Fisher expansion is within 1e-4 of it.
 T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -169,11 +172,48 @@ def log_ratios(units: list[dict[str, float]], slower: str, faster: str) -> list[
     return [math.log(unit[slower] / unit[faster]) for unit in units]
 
 
+def shortest_blocks(plan: CostPlan, step_seconds: float | None) -> CostPlan:
+    """The plan with the shortest blocks the probe could choose for a training whose steps
+    take `step_seconds` in run A (None: unknown, or the probe does not lengthen them): it
+    lengthens them to last `block_seconds`, and the cost run's steps are taken to be up to
+    SLOWER_STEPS times slower than run A's, so that a block is never predicted longer than
+    the probe would make it. The probe times a step from the warm-up steps that repeat an arm:
+    without one it lengthens nothing."""
+    timed = any(arm in plan.warmup[:index] for index, arm in enumerate(plan.warmup))
+    if not timed or not step_seconds or step_seconds <= 0 or plan.block_seconds <= 0:
+        return plan
+    steps = math.ceil(plan.block_seconds / (SLOWER_STEPS * step_seconds))
+    return replace(plan, block_steps=max(plan.block_steps, steps))
+
+
+def fewest_steps(plan: CostPlan) -> int:
+    """The fewest optimizer steps in which the cost run can time MIN_PAIRS block pairs with
+    blocks of `plan.block_steps`: a training with fewer gets no figure."""
+    return _steps_for_pairs(plan, MIN_PAIRS)
+
+
+def not_started(steps: int, plan: CostPlan, config: CostConfig) -> Cost:
+    """The cost section of a training of `steps` steps, fewer than `fewest_steps(plan)`:
+    inconclusive without a cost run, which could not have timed enough block pairs."""
+    cost = cost_of_determinism([], plan, config, steps=steps)
+    cost["basis"] = "blocks"
+    if cost["design"]:
+        cost["design"]["block_steps_planned"] = config.block_steps
+    why = (f" steps or more, to last {config.block_seconds:g} s at half run A's speed"
+           if plan.block_steps > config.block_steps else "")
+    cost["reason"] = (f"too short to time: {steps} steps; {MIN_PAIRS} block pairs, the fewest"
+                      f" for a figure, need at least {fewest_steps(plan)} ({len(plan.warmup)}"
+                      f" warm-up + {MIN_PAIRS} x {len(plan.arms)} blocks of"
+                      f" {plan.block_steps}{why}), so the cost run was not started")
+    return cost
+
+
 def cost_of_determinism(
     trajectory: list[dict[str, Any]], plan: CostPlan, config: CostConfig,
-    probe_report: dict[str, Any] | None = None,
+    probe_report: dict[str, Any] | None = None, steps: int | None = None,
 ) -> Cost:
-    """The cost section from the cost run's rank 0 trajectory and the probe's COST_FILE."""
+    """The cost section from the cost run's rank 0 trajectory and the probe's COST_FILE
+    (`steps`: the run's length when no trajectory says it)."""
     report = probe_report or {}
     block_steps = used_block_steps(report, plan)
     times = block_times(trajectory, block_steps)
@@ -193,7 +233,7 @@ def cost_of_determinism(
         "note": NOTE,
     }
     reason = inconclusive_reason(overall, config, replace(plan, block_steps=block_steps),
-                                 len(trajectory), report)
+                                 len(trajectory) if steps is None else steps, report)
     stopped = report.get("stopped_after_pairs")
     if isinstance(stopped, int) and not isinstance(stopped, bool) and cost["design"]:
         cost["design"]["stopped_after_pairs"] = stopped

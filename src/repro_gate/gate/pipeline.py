@@ -7,6 +7,7 @@ for the runs' output. The gate decides and records; the verdict and the comparis
 
 from __future__ import annotations
 
+import statistics
 import time
 import traceback
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from repro_gate.attestation import statement as attestation
 from repro_gate.compare.document import Comparison
 from repro_gate.compare.run_pair import check_something_compared, compare_runs, empty_comparison
 from repro_gate.config import DEFAULT_NAME, Config, ToleranceConfig
+from repro_gate.cost import estimate as cost_estimate
 from repro_gate.cost import plan as cost_plan
 from repro_gate.errors import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, ErrorKind, GateError, one_line
 from repro_gate.gate import (
@@ -255,8 +257,15 @@ def execute_runs(
             lambda spec, reference: _execute(config, launcher, spec, sink_for, reference))
     if not config.cost.enabled:
         return
-    planned: list[tuple[str, Mode, int]] = [
-        (training_run.COST_RUN_NAME, "cost", cost_plan.max_steps(config.cost))]
+    planned: list[tuple[str, Mode, int]] = []
+    run_a = state.records[0]
+    steps = _cost_run_steps(config, run_a)
+    design = _shortest_design(config, run_a)
+    if steps < cost_estimate.fewest_steps(design):
+        state.cost_not_started = steps  # it could not time enough block pairs for a figure
+        state.cost_design = design
+    else:
+        planned.append((training_run.COST_RUN_NAME, "cost", cost_plan.max_steps(config.cost)))
     if config.cost.noise_floor:
         planned += [(name, "default", config.cost.steps)
                     for name in training_run.NOISE_FLOOR_RUN_NAMES]
@@ -265,6 +274,24 @@ def execute_runs(
         record = _execute(config, launcher, spec, sink_for)
         state.records.append(record)
         _check_run(record, state, config.timeout)
+
+
+def _cost_run_steps(config: Config, run_a: training_run.RunRecord) -> int:
+    """How long the cost run would train: as run A did (it trains as written), or up to
+    `cost.steps`."""
+    steps = len(run_a.trajectory)
+    return min(steps, config.cost.steps) if config.cost.steps else steps
+
+
+def _shortest_design(config: Config, run_a: training_run.RunRecord) -> cost_plan.CostPlan:
+    """The cost run's plan with the shortest blocks the probe could give it, from run A's step
+    times; the probe lengthens no block under a cap on the steps or in a process group."""
+    design = cost_plan.plan(config.cost)
+    times = [entry["time"] for entry in run_a.trajectory
+             if isinstance(entry.get("time"), int | float)]
+    if config.cost.steps or run_a.other_ranks or not times:
+        return design
+    return cost_estimate.shortest_blocks(design, statistics.median(times))
 
 
 def _execute(

@@ -10,8 +10,8 @@ from repro_gate import fingerprint, manifest
 from repro_gate.compare.document import Comparison, VaryResult
 from repro_gate.compare.trajectory import compare_trajectories
 from repro_gate.config import Config
-from repro_gate.cost.estimate import cost_of_determinism
-from repro_gate.cost.plan import plan
+from repro_gate.cost.estimate import cost_of_determinism, not_started
+from repro_gate.cost.plan import CostPlan, plan
 from repro_gate.errors import GateError
 from repro_gate.fingerprint.checklist import weighed
 from repro_gate.fingerprint.seeding import unseeded_anchor
@@ -42,6 +42,10 @@ class GateState:
     evidence: Evidence | None = None  # once the runs were compared
     run_golden: RunIn | None = None  # run G (gate/golden_run.py), once a launcher is open
     vary: list[VaryResult] | None = None  # the runs V-<factor> (gate/vary_runs.py), once run
+    # Run A's steps when they are too few for the cost run to time (it was not started), and
+    # the plan with the shortest blocks it could have had.
+    cost_not_started: int | None = None
+    cost_design: CostPlan | None = None
 
 
 def deterministic(records: list[RunRecord]) -> list[RunRecord]:
@@ -98,9 +102,12 @@ def attach_op(comparison: Comparison, ops: list[dict[str, Any]]) -> None:
     )
 
 
-def measure_cost(config: Config, records: list[RunRecord]) -> dict[str, Any] | None:
-    """The cost section, or None when no cost run finished."""
-    run = next((r for r in records if r.mode == "cost" and r.ended_cleanly), None)
+def measure_cost(config: Config, state: GateState) -> dict[str, Any] | None:
+    """The cost section, or None when no cost run finished (or was needed: too short)."""
+    if state.cost_not_started is not None:
+        design = state.cost_design or plan(config.cost)
+        return dict(not_started(state.cost_not_started, design, config.cost))
+    run = next((r for r in state.records if r.mode == "cost" and r.ended_cleanly), None)
     if run is None:
         return None
     report = read_json(run.run_dir, COST_FILE)
@@ -141,7 +148,7 @@ def assemble(
         agreed = state.error is None and not state.strict_stop and not verdict.failures(
             comparison, [])
         comparison["vary"] = vary_runs.recorded(config, state.vary, agreed)
-    cost = measure_cost(config, state.records) if config.cost.enabled else None
+    cost = measure_cost(config, state) if config.cost.enabled else None
     if state.error is not None:
         outcome, reasons = verdict.ERROR, [verdict.reason(state.error.kind, state.error.message)]
     else:

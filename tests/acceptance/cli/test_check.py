@@ -15,15 +15,16 @@ PARAMETERS = ["encoder.weight", "encoder.bias", "head.weight", "head.bias"]
 
 
 def test_deterministic_script_passes_bitwise(project: Path) -> None:
-    # Its own gate: the default gate's runs (A, B, cost), with no noise floor.
+    # Its own gate: the default gate's runs (A and B; the cost run is not started for a
+    # training this short), with no noise floor.
     result = check(project, *script("deterministic.py"))
     assert result.exit_code == 0, result.stdout + result.stderr
     manifest = result.manifest
     assert validation.errors("manifest", manifest) == []
     assert manifest["verdict"] == "pass"
     assert manifest["reasons"][0]["code"] == "bitwise_equal"
-    assert [r["name"] for r in manifest["runs"]] == ["A", "B", "cost"]
-    assert [r["mode"] for r in manifest["runs"]] == ["deterministic", "deterministic", "cost"]
+    assert [r["name"] for r in manifest["runs"]] == ["A", "B"]
+    assert [r["mode"] for r in manifest["runs"]] == ["deterministic", "deterministic"]
     assert all(r["steps"] == 6 for r in manifest["runs"])
     (artifact,) = manifest["comparison"]["artifacts"]
     assert artifact["path"] == "model.pt"
@@ -32,8 +33,10 @@ def test_deterministic_script_passes_bitwise(project: Path) -> None:
         "steps_compared": 6, "status": "equal", "steps": {"A": 6, "B": 6}}
     sha_a, sha_b = (r["artifacts"][0]["sha256"] for r in manifest["runs"][:2])
     assert sha_a == sha_b
-    # 6 steps are too few for the cost run's blocks: an honest "inconclusive", not an error.
+    # 6 steps are too few for the cost run's blocks: an honest "inconclusive", not an error,
+    # and no run that could not have given a figure.
     assert (manifest["cost"]["basis"], manifest["cost"]["status"]) == ("blocks", "inconclusive")
+    assert manifest["cost"]["reason"].endswith(", so the cost run was not started")
     assert "PASS" in result.stdout and "cost of determinism" in result.stdout
 
 
@@ -70,8 +73,8 @@ def test_unseeded_script_passes_when_the_gate_is_asked_to_seed_it(
     runs = {r["name"]: r for r in manifest["runs"]}
     assert runs["A"]["artifacts"][0]["path"] == "model.pt"
     assert runs["A"]["artifacts"][0]["sha256"] == runs["B"]["artifacts"][0]["sha256"]
-    # The cost run is never seeded, so its checkpoint comes from a different random init.
-    assert runs["cost"]["artifacts"][0]["sha256"] != runs["A"]["artifacts"][0]["sha256"]
+    # The default-mode runs are never seeded, so their checkpoints come from another init.
+    assert runs["default"]["artifacts"][0]["sha256"] != runs["A"]["artifacts"][0]["sha256"]
 
 
 @pytest.mark.parametrize(
@@ -172,7 +175,7 @@ def test_noise_floor_compares_two_default_mode_runs(
     # Seeded by the gate only, the default-mode runs start from different weights: they
     # differ from step 1.
     noisy = seeded_by_the_gate.manifest
-    assert [r["name"] for r in noisy["runs"]] == ["A", "B", "cost", "default", "default2"]
+    assert [r["name"] for r in noisy["runs"]] == ["A", "B", "default", "default2"]
     assert noisy["noise_floor"] == {"first_divergent_step": 1, "steps_compared": 1,
                                     "runs": ["default", "default2"]}
     # Its own gate: the gate of test_deterministic_script_passes_bitwise runs no noise floor.

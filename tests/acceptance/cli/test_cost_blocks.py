@@ -17,7 +17,8 @@ from repro_gate import validation
 from repro_gate.probe import COST_FILE, read_json, read_trajectories, read_trajectory
 
 # A training that pauses `argv[1]` seconds in each step (its own optimizer pre-hook, so the pause
-# is the step's time). Runs A and B stay short; the cost run trains longer than any plan here.
+# is the step's time). Runs A and B train just long enough for the gate to start a cost run (it
+# skips one that could not time 3 block pairs), which trains longer than any plan here.
 TRAINING = """\
 import os
 import sys
@@ -32,7 +33,7 @@ pause = float(sys.argv[1])
 if pause:
     register_optimizer_step_pre_hook(lambda optimizer, args, kwargs: time.sleep(pause))
 cost_run = os.environ.get("REPRO_GATE_MODE") == "cost"
-train(steps=4000 if cost_run else 4, checkpoint=run_dir_path("model.pt"))
+train(steps=4000 if cost_run else 30 if pause else 300, checkpoint=run_dir_path("model.pt"))
 """
 # 5 warm-up steps (3 of them repeat an arm: the step time), 3 rounds of 2 blocks of >= 2 steps
 DESIGN = ["--cost-warmup", "5", "--cost-blocks", "3", "--cost-block-steps", "2",
@@ -108,16 +109,17 @@ def test_the_reference_cost_run_trains_as_written_and_says_it_is_too_short(
     project: Path,
 ) -> None:
     # Its own gate: the embedded reference training.
-    # Like any training, the reference trains its own 6 steps in the cost run too: the plan
-    # needs more, so no interval is computed and the reason gives the design's numbers.
+    # Like any training, the reference would train its own 6 steps in the cost run too: the
+    # plan needs more, so the cost run is not started and the reason gives the design's numbers.
     result = check(project, "--steps", "6", *DESIGN)
     assert result.exit_code == 0, result.stdout + result.stderr
     manifest = result.manifest
-    assert [(r["name"], r["steps"]) for r in manifest["runs"]] == [
-        ("A", 6), ("B", 6), ("cost", 6)]
+    assert [(r["name"], r["steps"]) for r in manifest["runs"]] == [("A", 6), ("B", 6)]
     cost = manifest["cost"]
     assert (cost["status"], cost.get("ci95_pct")) == ("inconclusive", None)
-    assert cost["reason"].startswith("too short to time: 6 steps, the design needs "), cost
+    assert cost["reason"].startswith("too short to time: 6 steps; 3 block pairs, the fewest"
+                                     " for a figure, need at least "), cost
+    assert cost["reason"].endswith(", so the cost run was not started")
     assert "too short to time: 6 steps" in result.stdout
 
 

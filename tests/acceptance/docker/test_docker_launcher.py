@@ -187,9 +187,8 @@ def test_the_gates_folders_are_masked_and_the_gate_stops_a_run_when_it_asks(
 
     outcome = launcher.run(spec, sink)
 
-    # Only the mount points of the run's own folder and working copy, nothing of run A, the
-    # logs or the lock.
-    assert lines == [json.dumps([["runs", "work"], ["B"], []])]
+    # Only the mount point of the run's own folder, nothing of run A, the logs or the lock.
+    assert lines == [json.dumps([["runs"], ["B"], []])]
     assert (outcome.timed_out, outcome.wall_seconds < 60) == (False, True)
     assert gate_containers.list() == []
 

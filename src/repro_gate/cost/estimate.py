@@ -195,7 +195,7 @@ def fewest_steps(plan: CostPlan) -> int:
 def not_started(steps: int, plan: CostPlan, config: CostConfig) -> Cost:
     """The cost section of a training of `steps` steps, fewer than `fewest_steps(plan)`:
     inconclusive without a cost run, which could not have timed enough block pairs."""
-    cost = cost_of_determinism([], plan, config, steps=steps)
+    cost = cost_of_determinism([], plan, config)  # the section's shape; its reason is below
     cost["basis"] = "blocks"
     if cost["design"]:
         cost["design"]["block_steps_planned"] = config.block_steps
@@ -210,10 +210,9 @@ def not_started(steps: int, plan: CostPlan, config: CostConfig) -> Cost:
 
 def cost_of_determinism(
     trajectory: list[dict[str, Any]], plan: CostPlan, config: CostConfig,
-    probe_report: dict[str, Any] | None = None, steps: int | None = None,
+    probe_report: dict[str, Any] | None = None,
 ) -> Cost:
-    """The cost section from the cost run's rank 0 trajectory and the probe's COST_FILE
-    (`steps`: the run's length when no trajectory says it)."""
+    """The cost section from the cost run's rank 0 trajectory and the probe's COST_FILE."""
     report = probe_report or {}
     block_steps = used_block_steps(report, plan)
     times = block_times(trajectory, block_steps)
@@ -233,7 +232,7 @@ def cost_of_determinism(
         "note": NOTE,
     }
     reason = inconclusive_reason(overall, config, replace(plan, block_steps=block_steps),
-                                 len(trajectory) if steps is None else steps, report)
+                                 len(trajectory), report)
     stopped = report.get("stopped_after_pairs")
     if isinstance(stopped, int) and not isinstance(stopped, bool) and cost["design"]:
         cost["design"]["stopped_after_pairs"] = stopped

@@ -276,16 +276,17 @@ class DockerLauncher:
         env = {name: self.environ[name] for name in self.settings.env_allow if name in self.environ}
         env.update(spec.env)
         env[ENV_RUN_DIR] = str(spec.run_dir)
-        image_pythonpath = docker_image.environment(image).get("PYTHONPATH")
+        image_env = docker_image.environment(image)
+        image_pythonpath = image_env.get("PYTHONPATH")
         env["PYTHONPATH"] = os.pathsep.join([*python_path, *filter(None, [image_pythonpath])])
         env[GATE_PYTHONPATH] = os.pathsep.join(python_path)  # for the command's own PYTHONPATH
         env["PYTHONUNBUFFERED"] = "1"
         if spec.preload is not None:
-            env["LD_PRELOAD"] = preloads(spec.preload, env.get("LD_PRELOAD")
-                                         or docker_image.environment(image).get("LD_PRELOAD"))
+            env["LD_PRELOAD"] = preloads(spec.preload,
+                                         env.get("LD_PRELOAD") or image_env.get("LD_PRELOAD"))
         env.setdefault("HOME", "/tmp")  # the root filesystem is read-only; /tmp is the tmpfs
         if venv := spec.python_environment:  # its bin first, then the image's own PATH
-            image_path = docker_image.environment(image).get("PATH", os.defpath)
+            image_path = image_env.get("PATH", os.defpath)
             env.update(PATH=f"{venv.bin_dir}:{image_path}", VIRTUAL_ENV=str(venv.root))
         return env
 
